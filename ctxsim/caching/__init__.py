@@ -1,0 +1,122 @@
+"""Prompt-cache models: one module per model, registered in that module.
+
+A cache model sees each request as the live history stands (running prefix
+sums) plus where the history was edited since; it answers how many prompt
+tokens were read from the cache and how many written (5-minute and 1-hour).
+The rules per provider and model are data (`data.toml`), with dates and sources.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import cache
+from importlib.metadata import entry_points
+from importlib.resources import files
+from typing import Any, Protocol
+
+from ctxsim.errors import CtxsimError, ParameterError
+from ctxsim.history import History
+from ctxsim.params import build_params, split_spec
+
+
+@dataclass(frozen=True, slots=True)
+class CacheResult:
+    read_tokens: int = 0
+    write_tokens: int = 0  # 5-minute TTL
+    write_1h_tokens: int = 0
+
+
+class CacheModel(Protocol):
+    name: str
+    params: Any
+
+    def request(self, history: History, ts_s: float | None) -> CacheResult: ...
+
+    def edited(self, boundary: int) -> None:
+        """The history changed from item `boundary` on; prefixes before it are intact."""
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    name: str
+    params: type
+    # factory(params, model id, ignore_ttl) -> a fresh cache model for one session
+    factory: Callable[[Any, str | None, bool], CacheModel]
+    source: str
+    module: str
+
+
+_REGISTRY: dict[str, CacheInfo] = {}
+_LOADED = False
+
+
+def register(info: CacheInfo) -> None:
+    if info.name in _REGISTRY and _REGISTRY[info.name].module != info.module:
+        raise CtxsimError(
+            f"cache model {info.name!r} registered twice: by {_REGISTRY[info.name].module} and by {info.module}"
+        )
+    _REGISTRY[info.name] = info
+
+
+def cache_models() -> dict[str, CacheInfo]:
+    global _LOADED
+    if not _LOADED:
+        _LOADED = True
+        for module in pkgutil.iter_modules(__path__):
+            importlib.import_module(f"{__name__}.{module.name}")
+        for entry in entry_points(group="ctxsim.caching"):
+            entry.load()
+    return dict(sorted(_REGISTRY.items()))
+
+
+@dataclass(frozen=True)
+class CacheSpec:
+    """A cache model chosen by name with its parameters; builds one instance per session."""
+
+    info: CacheInfo
+    params: Any
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    def build(self, model: str | None, ignore_ttl: bool = False) -> CacheModel:
+        return self.info.factory(self.params, model, ignore_ttl)
+
+
+def cache_spec(spec: str) -> CacheSpec:
+    name, values = split_spec(spec)
+    table = cache_models()
+    if name not in table:
+        raise ParameterError(f"unknown cache model {name!r}; known: {', '.join(table)}")
+    info = table[name]
+    return CacheSpec(info, build_params(info.params, values, f"cache model {name}"))
+
+
+@cache
+def rules() -> dict[str, Any]:
+    return tomllib.loads((files("ctxsim.caching") / "data.toml").read_text(encoding="utf-8"))
+
+
+def model_rules(provider: str, model: str | None, on: float | None = None) -> dict[str, Any]:
+    """Provider defaults overlaid with the longest-matching model entry (and its dated history)."""
+    table = rules()[provider]
+    out = {k: v for k, v in table.items() if k != "models"}
+    best: Mapping[str, Any] | None = None
+    for entry in table.get("models", ()):
+        if model and model.lower().startswith(entry["match"]) and (
+            best is None or len(entry["match"]) > len(best["match"])
+        ):
+            best = entry
+    if best is not None:
+        out.update({k: v for k, v in best.items() if k not in ("match", "history")})
+        day = datetime.fromtimestamp(on, tz=timezone.utc).date() if on is not None else None
+        for change in best.get("history", ()):
+            if day is None or day >= change["from"]:
+                out.update({k: v for k, v in change.items() if k != "from"})
+    return out

@@ -1,0 +1,130 @@
+"""`anthropic`: explicit-breakpoint prompt caching as Anthropic documents it.
+
+Breakpoints (default: the end of tools + system, and the last message, as
+agents place them; at most 4) mark prefixes to cache. For each breakpoint the
+service looks back up to `lookback_blocks` content blocks for the longest
+prefix it has cached and still live; that prefix is read (0.1x), and the
+prompt from there to the last breakpoint is written (1.25x for a 5-minute
+TTL, 2x for 1 hour). A prefix shorter than the model's minimum cacheable
+length is neither written nor read. A read refreshes the entry's TTL; TTLs run
+on the trace's wall clock (`ts`). Rules per model in data.toml.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ctxsim.caching import CacheInfo, CacheResult, model_rules, register
+from ctxsim.errors import ParameterError
+from ctxsim.history import History
+from ctxsim.params import field_doc
+
+POSITIONS = ("system", "last", "previous", "middle")
+MAX_ENTRIES = 64
+
+
+@dataclass(frozen=True)
+class AnthropicParams:
+    ttl: Literal["5m", "1h"] = field(default="5m", metadata=field_doc("cache_control TTL of every breakpoint"))
+    breakpoints: tuple[str, ...] = field(default=("system", "last"), metadata=field_doc(
+        "where cache_control goes: system (end of tools+system), last, previous (second-to-last "
+        "message), middle (halfway through the messages)"))
+    min_tokens: int | None = field(default=None, metadata=field_doc("override the model's minimum"))
+    lookback_blocks: int | None = field(default=None, metadata=field_doc("override the 20-block lookback"))
+
+    def __post_init__(self) -> None:
+        unknown = [b for b in self.breakpoints if b not in POSITIONS]
+        if unknown:
+            raise ValueError(f"unknown breakpoint position {unknown[0]!r}; known: {', '.join(POSITIONS)}")
+        if not self.breakpoints or len(self.breakpoints) > 4:
+            raise ValueError("between 1 and 4 breakpoints (Anthropic allows at most 4)")
+
+
+@dataclass(slots=True)
+class _Entry:
+    expires_s: float | None
+
+
+class AnthropicCache:
+    name = "anthropic"
+
+    def __init__(self, params: AnthropicParams, model: str | None, ignore_ttl: bool) -> None:
+        self.params = params
+        self.model = model
+        self.ignore_ttl = ignore_ttl
+        self._entries: dict[int, _Entry] = {}  # boundary (items covered) -> entry
+        self._rules: dict | None = None
+
+    def _rule(self, ts_s: float | None) -> dict:
+        if self._rules is None:
+            self._rules = model_rules("anthropic", self.model, ts_s)
+        return self._rules
+
+    def edited(self, boundary: int) -> None:
+        for b in [b for b in self._entries if b > boundary]:
+            del self._entries[b]
+
+    def _positions(self, n: int) -> list[int]:
+        points = set()
+        for name in self.params.breakpoints:
+            if name == "system":
+                points.add(0)
+            elif name == "last":
+                points.add(n)
+            elif name == "previous":
+                points.add(max(n - 1, 0))
+            elif name == "middle":
+                points.add(n // 2)
+        return sorted(points)
+
+    def _live(self, entry: _Entry, ts_s: float | None) -> bool:
+        return self.ignore_ttl or ts_s is None or entry.expires_s is None or ts_s <= entry.expires_s
+
+    def request(self, history: History, ts_s: float | None) -> CacheResult:
+        rule = self._rule(ts_s)
+        minimum = self.params.min_tokens if self.params.min_tokens is not None else rule["min_tokens"]
+        lookback = self.params.lookback_blocks if self.params.lookback_blocks is not None else rule["lookback_blocks"]
+        ttl_s = rule["ttl_1h_s"] if self.params.ttl == "1h" else rule["ttl_5m_s"]
+        n = len(history)
+        positions = [p for p in self._positions(n) if history.prefix_tokens(p) >= minimum and
+                     (p > 0 or history.base_tokens > 0)]
+        if not positions:
+            return CacheResult()
+        hit = -1
+        hits: list[int] = []
+        for p in positions:
+            top = history.prefix_blocks(p)
+            for b in sorted((b for b in self._entries if b <= p), reverse=True):
+                if top - history.prefix_blocks(b) > lookback:
+                    break
+                if self._live(self._entries[b], ts_s):
+                    hits.append(b)
+                    hit = max(hit, b)
+                    break
+        expiry = None if ts_s is None else ts_s + ttl_s
+        for b in hits:  # a read refreshes the TTL
+            self._entries[b].expires_s = expiry
+        read = history.prefix_tokens(hit) if hit >= 0 else 0
+        last = positions[-1]
+        written = history.prefix_tokens(last) - read if last > hit else 0
+        for p in positions:
+            if p > hit or p not in self._entries:
+                self._entries[p] = _Entry(expiry)
+        if len(self._entries) > MAX_ENTRIES:
+            for b in sorted(self._entries)[1 : len(self._entries) - MAX_ENTRIES + 1]:
+                del self._entries[b]
+        if self.params.ttl == "1h":
+            return CacheResult(read_tokens=read, write_1h_tokens=written)
+        return CacheResult(read_tokens=read, write_tokens=written)
+
+
+def _factory(params: AnthropicParams, model: str | None, ignore_ttl: bool) -> AnthropicCache:
+    if params.lookback_blocks is not None and params.lookback_blocks < 0:
+        raise ParameterError("cache model anthropic: lookback_blocks must not be negative")
+    return AnthropicCache(params, model, ignore_ttl)
+
+
+register(CacheInfo("anthropic", AnthropicParams, _factory,
+                   "Anthropic prompt caching: breakpoints, 20-block lookback, per-model minimum, 5m/1h TTL "
+                   "(prompt-caching docs; data.toml)", __name__))

@@ -1,0 +1,202 @@
+"""The replay loop (DESIGN.md section 4).
+
+For each recorded model request, in order: append the messages that arrived
+since the previous request; let the policy decide; apply and check its edits;
+meter the request as the prompt now stands (output = the recorded
+`output_tokens`, else the counted size of the assistant message); append the
+assistant message. Per request the work is proportional to what changed: the
+history keeps running sums, the cache models are told where an edit started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from ctxsim.caching import CacheModel, CacheResult, CacheSpec, cache_spec
+from ctxsim.counting import Framing, MessageSizer, blocks
+from ctxsim.history import History
+from ctxsim.meter import EventRecord, Row, Totals
+from ctxsim.model import Message, Session, Trace, parse_ts
+from ctxsim.policies import Context, Policy, effective
+from ctxsim.pricing import Bill, Pricer
+
+DEFAULT_PROVIDER = "anthropic"
+DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_WINDOW = 200_000
+DEFAULT_RESERVE = 20_000
+DEFAULT_CACHE = {"anthropic": "anthropic", "openai": "openai"}
+
+
+@dataclass(frozen=True)
+class Setup:
+    """How a trace is replayed, apart from the policy."""
+
+    provider: str | None = None  # None: the trace's own
+    model: str | None = None
+    window: int | None = None
+    output_reserve: int = DEFAULT_RESERVE
+    cache: str | None = None  # cache model spec, e.g. "anthropic:ttl=1h"; None: by provider
+    cache_ttl: str | None = None
+    pin_tools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Resolved:
+    provider: str
+    model: str
+    model_id: str
+    window: int
+    cache: CacheSpec
+
+
+def trace_model(trace: Trace) -> tuple[str | None, str | None]:
+    for session in trace.sessions:
+        model = session.model or next((m.model for m in session.messages if m.model), None)
+        if model or session.provider:
+            return session.provider, model
+    return None, None
+
+
+def resolve(trace: Trace, setup: Setup) -> tuple[Resolved, Pricer]:
+    provider, model = trace_model(trace)
+    provider = setup.provider or provider or DEFAULT_PROVIDER
+    model = setup.model or model or DEFAULT_MODEL
+    pricer = Pricer(provider, model)
+    spec = setup.cache or DEFAULT_CACHE.get(pricer.provider_id, "prefix")
+    if setup.cache_ttl and spec.split(":", 1)[0] == "anthropic":
+        spec = f"{spec}{',' if ':' in spec else ':'}ttl={setup.cache_ttl}"
+    window = setup.window or next((s.window for s in trace.sessions if s.window), None) \
+        or pricer.context_window or DEFAULT_WINDOW
+    return Resolved(pricer.provider_id, model, pricer.model_id, window, cache_spec(spec)), pricer
+
+
+@dataclass
+class PolicyRun:
+    policy: dict[str, Any]
+    rows: list[Row]
+    events: list[EventRecord]
+    totals: Totals
+
+
+@dataclass
+class _Ts:
+    """Parse each distinct timestamp string once."""
+
+    memo: dict[str, float] = field(default_factory=dict)
+
+    def __call__(self, text: str | None) -> float | None:
+        if text is None:
+            return None
+        value = self.memo.get(text)
+        if value is None:
+            value = self.memo[text] = parse_ts(text)
+        return value
+
+
+class Replayer:
+    """Replays a trace under policies; shares one token memo across them."""
+
+    def __init__(self, trace: Trace, sizer: MessageSizer, setup: Setup | None = None) -> None:
+        self.trace = trace
+        self.sizer = sizer
+        self.setup = setup or Setup()
+        self.resolved, self.pricer = resolve(trace, self.setup)
+        self._ts = _Ts()
+        for session in trace.sessions:
+            sizer.prime(session)
+
+    def run(self, policy: Policy, progress: Callable[[int], None] | None = None) -> PolicyRun:
+        rows: list[Row] = []
+        events: list[EventRecord] = []
+        for session in self.trace.sessions:
+            self._session(session, policy, rows, events, progress)
+        totals = Totals.of(rows, len(events), self.resolved.window, self.setup.output_reserve)
+        return PolicyRun(effective(policy), rows, events, totals)
+
+    def _session(self, session: Session, policy: Policy, rows: list[Row], events: list[EventRecord],
+                 progress: Callable[[int], None] | None) -> None:
+        sizer = self.sizer
+        base = sizer.tools(session) + sizer.system(session)
+        history = History(base, sizer.message, blocks)
+        spec = self.resolved.cache
+        cache = spec.build(self.resolved.model_id)
+        warm = spec.build(self.resolved.model_id, ignore_ttl=True)
+        window = self.resolved.window
+        reserve = self.setup.output_reserve
+        pin = set(self.setup.pin_tools)
+        last_ts: float | None = None
+        prev_items = 0  # messages in the previous request
+        valid = 0  # of those, still unchanged
+        crossed: set[int] = set()
+        index = 0
+        for origin, message in enumerate(session.messages):
+            if message.role != "assistant":
+                pinned = message.role == "system" or bool(message.extra.get("pinned")) or (
+                    message.role == "tool" and message.name in pin)
+                history.append(history.item(message, origin, pinned=pinned))
+                last_ts = self._ts(message.ts) if message.ts else last_ts
+                continue
+            index += 1
+            request_ts = last_ts if last_ts is not None else self._ts(message.ts)
+            number = len(rows) + 1
+            ctx = Context(history, number, window, sizer.message, request_ts)
+            for edit in policy.decide(ctx):
+                applied = history.apply(edit, policy.name)
+                cache.edited(applied.first_index)
+                warm.edited(applied.first_index)
+                valid = min(valid, applied.first_index)
+                events.append(EventRecord(number, session.id, policy.name, applied.kind, applied.note,
+                                          applied.messages, applied.tokens_before, applied.tokens_after))
+            prompt = history.prompt_tokens
+            shared = history.prefix_tokens(min(valid, len(history))) if prev_items else 0
+            rewrite = prev_items > 0 and valid < prev_items
+            output = message.usage.output_tokens if message.usage and message.usage.output_tokens \
+                else sizer.message(message)
+            rows.append(self._row(number, session, index, message, history, cache, warm, request_ts,
+                                  prompt, output, shared, rewrite, window))
+            for limit, label in ((window - reserve, "the window minus the output reserve"), (window, "the window")):
+                if prompt > limit and limit not in crossed:
+                    crossed.add(limit)
+                    events.append(EventRecord(number, session.id, policy.name,
+                                              "overflow" if limit == window else "threshold",
+                                              f"context {prompt:,} tokens passes {label} ({limit:,})"))
+            history.append(history.item(message, origin))
+            prev_items = len(history)
+            valid = prev_items
+            last_ts = self._ts(message.ts) if message.ts else last_ts
+            if progress is not None:
+                progress(1)
+
+    def _row(self, number: int, session: Session, index: int, message: Message, history: History,
+             cache: CacheModel, warm: CacheModel, ts_s: float | None, prompt: int, output: int,
+             shared: int, rewrite: bool, window: int) -> Row:
+        real: CacheResult = cache.request(history, ts_s)
+        warm_result: CacheResult = warm.request(history, ts_s)
+        price = self.pricer.cost
+        cost = price(_bill(prompt, real, output), ts_s)
+        cost_warm = price(_bill(prompt, warm_result, output), ts_s)
+        cost_plain = price(Bill(prompt, output_tokens=output), ts_s)
+        usage = message.usage
+        return Row(
+            request=number, session=session.id, index=index, kind="request", ts=message.ts,
+            messages=len(history), input_tokens=prompt,
+            cache_read_tokens=real.read_tokens, cache_write_tokens=real.write_tokens,
+            cache_write_1h_tokens=real.write_1h_tokens,
+            uncached_tokens=prompt - real.read_tokens - real.write_tokens - real.write_1h_tokens,
+            output_tokens=output, context_tokens=prompt, headroom_tokens=window - prompt,
+            shared_prefix_tokens=shared, rewrite=rewrite, warm_cache_read_tokens=warm_result.read_tokens,
+            cost_usd=cost, cost_warm_usd=cost_warm, cost_nocache_usd=cost_plain,
+            recorded_input_tokens=usage.input_tokens if usage else None,
+            recorded_cache_read_tokens=usage.cache_read_tokens if usage else None,
+        )
+
+
+def _bill(prompt: int, result: CacheResult, output: int) -> Bill:
+    return Bill(prompt, result.read_tokens, result.write_tokens, result.write_1h_tokens, output)
+
+
+ZERO = Decimal(0)
+__all__ = ["Replayer", "Setup", "PolicyRun", "Framing"]

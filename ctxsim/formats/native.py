@@ -1,0 +1,397 @@
+"""ctxsim JSONL, version 1: the pinned native trace format (DESIGN.md section 3).
+
+Read line by line (a file of any size streams), several sessions per file,
+unknown fields kept; the writer's output reads back and writes again to the
+same bytes. Every problem is reported as `file:line: what is wrong`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from types import MappingProxyType
+from typing import IO, Any
+
+from ctxsim.errors import TraceError
+from ctxsim.fileio import HashingReader, open_input
+from ctxsim.formats import FormatInfo, register
+from ctxsim.model import ROLES, Event, Message, Session, ToolCall, Trace, Usage, parse_ts
+
+VERSION = 1
+# A single request above this many tokens is not a real usage record.
+MAX_TOKENS = 100_000_000
+
+_SESSION_KEYS = (
+    "version", "id", "source", "model", "provider", "window", "system", "tools",
+    "system_tokens", "tools_tokens", "ts",
+)
+_MESSAGE_KEYS = (
+    "role", "tool_call_id", "name", "content", "thinking", "tool_calls", "is_error",
+    "usage", "model", "extra_tokens", "ts",
+)
+_USAGE_KEYS = (
+    "input_tokens", "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens",
+    "output_tokens",
+)
+
+
+class _Checker:
+    """Typed field access that fails with the file, line and field name."""
+
+    def __init__(self, path: str, line: int) -> None:
+        self.path = path
+        self.line = line
+
+    def fail(self, message: str) -> TraceError:
+        return TraceError(self.path, self.line, message)
+
+    def string(self, record: Mapping[str, Any], key: str, where: str = "") -> str | None:
+        value = record.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise self.fail(f"field '{where}{key}' must be a string, got {_kind(value)}")
+        return value
+
+    def count(self, record: Mapping[str, Any], key: str, where: str = "") -> int | None:
+        value = record.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(f"field '{where}{key}' must be an integer, got {_kind(value)}")
+        if value < 0:
+            raise self.fail(f"field '{where}{key}' must not be negative, got {value}")
+        if value > MAX_TOKENS:
+            raise self.fail(f"field '{where}{key}' is absurd: {value:,} (limit {MAX_TOKENS:,})")
+        return value
+
+    def ts(self, record: Mapping[str, Any]) -> str | None:
+        value = self.string(record, "ts")
+        if value is not None:
+            try:
+                parse_ts(value)
+            except ValueError:
+                raise self.fail(f"field 'ts' is not an ISO 8601 timestamp: {value!r}") from None
+        return value
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+            int: "an integer", float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _extra(record: Mapping[str, Any], known: Iterable[str]) -> Mapping[str, Any]:
+    skip = set(known) | {"type"}
+    rest = {k: v for k, v in record.items() if k not in skip}
+    return MappingProxyType(rest) if rest else MappingProxyType({})
+
+
+def _usage(check: _Checker, value: Any) -> Usage:
+    if not isinstance(value, dict):
+        raise check.fail(f"field 'usage' must be an object, got {_kind(value)}")
+    counts = {key: check.count(value, key, "usage.") or 0 for key in _USAGE_KEYS}
+    cached = counts["cache_read_tokens"] + counts["cache_write_tokens"] + counts["cache_write_1h_tokens"]
+    if cached > counts["input_tokens"]:
+        raise check.fail(
+            f"usage: cache read + writes ({cached:,}) exceed input_tokens ({counts['input_tokens']:,}); "
+            "input_tokens must be the whole prompt (inclusive convention)"
+        )
+    return Usage(**counts, extra=_extra(value, _USAGE_KEYS))
+
+
+def _tool_calls(check: _Checker, value: Any) -> tuple[ToolCall, ...]:
+    if not isinstance(value, list):
+        raise check.fail(f"field 'tool_calls' must be an array, got {_kind(value)}")
+    calls = []
+    for i, item in enumerate(value):
+        where = f"tool_calls[{i}]."
+        if not isinstance(item, dict):
+            raise check.fail(f"field 'tool_calls[{i}]' must be an object, got {_kind(item)}")
+        call_id = check.string(item, "id", where)
+        name = check.string(item, "name", where)
+        if not call_id:
+            raise check.fail(f"field '{where}id' is missing")
+        if not name:
+            raise check.fail(f"field '{where}name' is missing")
+        calls.append(ToolCall(call_id, name, item.get("arguments"), _extra(item, ("id", "name", "arguments"))))
+    return tuple(calls)
+
+
+class _SessionBuilder:
+    def __init__(self, header: Mapping[str, Any], has_header: bool, line: int | None) -> None:
+        self.header = header
+        self.has_header = has_header
+        self.line = line
+        self.messages: list[Message] = []
+        self.events: list[Event] = []
+        self.open_calls: dict[str, int] = {}  # call id -> line of its call
+        self.answered: dict[str, int] = {}  # call id -> line of its result
+
+    def build(self, default_id: str) -> Session:
+        h = self.header
+        return Session(
+            id=h.get("id") or default_id,
+            source=h.get("source"),
+            model=h.get("model"),
+            provider=h.get("provider"),
+            window=h.get("window"),
+            system=h.get("system"),
+            tools=tuple(MappingProxyType(dict(t)) for t in h.get("tools") or ()),
+            system_tokens=h.get("system_tokens"),
+            tools_tokens=h.get("tools_tokens"),
+            ts=h.get("ts"),
+            messages=tuple(self.messages),
+            events=tuple(self.events),
+            has_header=self.has_header,
+            extra=_extra(h, _SESSION_KEYS),
+        )
+
+
+def _header(check: _Checker, record: dict[str, Any]) -> dict[str, Any]:
+    version = record.get("version", VERSION)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise check.fail(f"field 'version' must be an integer, got {_kind(version)}")
+    if version != VERSION:
+        raise check.fail(f"unsupported native format version {version} (this ctxsim reads version {VERSION})")
+    for key in ("id", "source", "model", "provider", "system"):
+        check.string(record, key)
+    window = check.count(record, "window")
+    if window == 0:
+        raise check.fail("field 'window' must be positive")
+    check.count(record, "system_tokens")
+    check.count(record, "tools_tokens")
+    check.ts(record)
+    tools = record.get("tools")
+    if tools is not None:
+        if not isinstance(tools, list):
+            raise check.fail(f"field 'tools' must be an array, got {_kind(tools)}")
+        for i, tool in enumerate(tools):
+            if not isinstance(tool, dict):
+                raise check.fail(f"field 'tools[{i}]' must be an object, got {_kind(tool)}")
+    return record
+
+
+def _message(check: _Checker, record: dict[str, Any], session: _SessionBuilder) -> Message:
+    role = record.get("role")
+    if role is None:
+        raise check.fail("field 'role' is missing")
+    if role not in ROLES:
+        raise check.fail(f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
+    content = record.get("content", "")
+    if content is None:
+        content = ""
+    if not isinstance(content, str):
+        raise check.fail(f"field 'content' must be a string, got {_kind(content)}")
+    thinking = check.string(record, "thinking")
+    name = check.string(record, "name")
+    model = check.string(record, "model")
+    ts = check.ts(record)
+    is_error = record.get("is_error", False)
+    if not isinstance(is_error, bool):
+        raise check.fail(f"field 'is_error' must be true or false, got {_kind(is_error)}")
+    extra_tokens = check.count(record, "extra_tokens") or 0
+    calls: tuple[ToolCall, ...] = ()
+    if "tool_calls" in record and record["tool_calls"] is not None:
+        calls = _tool_calls(check, record["tool_calls"])
+        if calls and role != "assistant":
+            raise check.fail(f"only assistant messages may hold tool_calls, not {role!r}")
+    usage = None
+    if record.get("usage") is not None:
+        if role != "assistant":
+            raise check.fail(f"only assistant messages carry usage, not {role!r}")
+        usage = _usage(check, record["usage"])
+    call_id = check.string(record, "tool_call_id")
+    if role == "tool":
+        if not call_id:
+            raise check.fail("tool result without 'tool_call_id'")
+        if call_id in session.answered:
+            raise check.fail(
+                f"second tool result for call {call_id!r} (first at line {session.answered[call_id]})"
+            )
+        if call_id not in session.open_calls:
+            raise check.fail(
+                f"tool result for call {call_id!r} without its call: no earlier assistant message "
+                "in this session holds that tool call"
+            )
+        del session.open_calls[call_id]
+        session.answered[call_id] = check.line
+    for call in calls:
+        if call.id in session.open_calls or call.id in session.answered:
+            raise check.fail(f"tool call id {call.id!r} used twice in one session")
+        session.open_calls[call.id] = check.line
+    return Message(
+        role=role,
+        content=content,
+        ts=ts,
+        thinking=thinking,
+        tool_calls=calls,
+        tool_call_id=call_id,
+        name=name,
+        is_error=is_error,
+        usage=usage,
+        model=model,
+        extra_tokens=extra_tokens,
+        extra=_extra(record, _MESSAGE_KEYS),
+        line=check.line,
+    )
+
+
+def _event(check: _Checker, record: dict[str, Any], session: _SessionBuilder) -> Event:
+    name = check.string(record, "name")
+    if not name:
+        raise check.fail("event without 'name'")
+    ts = check.ts(record)
+    return Event(name, len(session.messages), ts, _extra(record, ("name", "ts")))
+
+
+def iter_records(lines: Iterable[bytes], path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Decode JSONL lines strictly; blank lines skipped; errors name the line."""
+    for number, raw in enumerate(lines, start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TraceError(path, number, f"invalid UTF-8 at byte {exc.start} of the line") from None
+        if not text.strip():
+            continue
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TraceError(path, number, f"broken JSON: {exc.msg} at column {exc.colno}") from None
+        if not isinstance(record, dict):
+            raise TraceError(path, number, f"expected a JSON object, got {_kind(record)}")
+        yield number, record
+
+
+def read_stream(stream: IO[bytes], path: str) -> Trace:
+    reader = HashingReader(stream)
+    stem = path.rsplit("/", 1)[-1].split(".", 1)[0] or "session"
+    builders: list[_SessionBuilder] = []
+    for number, record in iter_records(reader, path):
+        check = _Checker(path, number)
+        kind = record.get("type")
+        if kind is None:
+            raise check.fail("field 'type' is missing (expected session, message or event)")
+        if kind == "session":
+            builders.append(_SessionBuilder(_header(check, record), True, number))
+            continue
+        if not builders:
+            builders.append(_SessionBuilder({}, False, None))
+        if kind == "message":
+            builders[-1].messages.append(_message(check, record, builders[-1]))
+        elif kind == "event":
+            builders[-1].events.append(_event(check, record, builders[-1]))
+        else:
+            raise check.fail(f"unknown record type {kind!r} (expected session, message or event)")
+    if not builders:
+        raise TraceError(path, None, "empty trace: no sessions and no messages")
+    sessions = tuple(
+        b.build(stem if len(builders) == 1 else f"{stem}-{i + 1}") for i, b in enumerate(builders)
+    )
+    return Trace(name=stem, sessions=sessions, digest=reader.digest)
+
+
+def read(path: str) -> Trace:
+    stream = open_input(path)
+    try:
+        return read_stream(stream, path)
+    finally:
+        if path != "-":
+            stream.close()
+
+
+# ---------------------------------------------------------------- writer
+
+
+def _dumps(obj: Mapping[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def _put(out: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        out[key] = value
+
+
+def session_record(session: Session) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "session", "version": VERSION, "id": session.id}
+    _put(out, "source", session.source)
+    _put(out, "model", session.model)
+    _put(out, "provider", session.provider)
+    _put(out, "window", session.window)
+    _put(out, "system", session.system)
+    if session.tools:
+        out["tools"] = [dict(t) for t in session.tools]
+    _put(out, "system_tokens", session.system_tokens)
+    _put(out, "tools_tokens", session.tools_tokens)
+    _put(out, "ts", session.ts)
+    out.update(session.extra)
+    return out
+
+
+def message_record(message: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "message", "role": message.role}
+    _put(out, "tool_call_id", message.tool_call_id)
+    _put(out, "name", message.name)
+    out["content"] = message.content
+    _put(out, "thinking", message.thinking)
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments, **c.extra} for c in message.tool_calls
+        ]
+    if message.is_error:
+        out["is_error"] = True
+    if message.usage is not None:
+        u = message.usage
+        out["usage"] = {key: getattr(u, key) for key in _USAGE_KEYS} | dict(u.extra)
+    _put(out, "model", message.model)
+    if message.extra_tokens:
+        out["extra_tokens"] = message.extra_tokens
+    _put(out, "ts", message.ts)
+    out.update(message.extra)
+    return out
+
+
+def event_record(event: Event) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "event", "name": event.name}
+    _put(out, "ts", event.ts)
+    out.update(event.fields)
+    return out
+
+
+def iter_lines(trace: Trace) -> Iterator[str]:
+    for session in trace.sessions:
+        yield _dumps(session_record(session))
+        events = list(session.events)
+        e = 0
+        for i, message in enumerate(session.messages):
+            while e < len(events) and events[e].position <= i:
+                yield _dumps(event_record(events[e]))
+                e += 1
+            yield _dumps(message_record(message))
+        for event in events[e:]:
+            yield _dumps(event_record(event))
+
+
+def write(trace: Trace, out: IO[str]) -> None:
+    for line in iter_lines(trace):
+        out.write(line)
+        out.write("\n")
+
+
+def sniff(head: bytes) -> str | None:
+    """None when the head looks like native JSONL, else why not."""
+    for raw in head.splitlines():
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            return "first line is not a JSON object"
+        if isinstance(record, dict) and record.get("type") in ("session", "message", "event"):
+            if record.get("type") != "message" or record.get("role") in ROLES:
+                return None
+        return "first record has no native 'type' (session, message or event)"
+    return "no records in the first bytes"
+
+
+register(FormatInfo(name="native", description="ctxsim JSONL v1 (DESIGN.md section 3)",
+                    read=read, sniff=sniff, module=__name__))

@@ -1,0 +1,185 @@
+"""The live message history the engine replays, and the edits policies return.
+
+The history keeps running sums (tokens and content blocks up to each message)
+so that a request's size, and the size of any prefix, is known without
+walking the history. An edit recomputes the sums only from where it starts.
+Policies never mutate the history: they return `Edit`s, and the engine applies
+them here, checking the invariants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ctxsim.errors import CtxsimError
+from ctxsim.model import Message
+
+
+class PolicyViolation(CtxsimError):
+    """A policy asked for an edit that breaks an invariant."""
+
+
+@dataclass(slots=True, eq=False)
+class Item:
+    """One message as it stands in the live history."""
+
+    message: Message
+    tokens: int
+    blocks: int
+    origin: int  # index in the session's messages, -1 for text a policy inserted
+    pinned: bool = False
+    cleared: bool = False  # replaced by a stub
+    inserted: bool = False  # a summary or marker a policy wrote
+    alive: bool = True
+    tags: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Splice:
+    """Replace history[start:end] with `new` (empty `new` drops the span)."""
+
+    start: int
+    end: int
+    new: tuple[Item, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """One logical operation of a policy, logged as one event.
+
+    `splices` index the history as it stood when the policy decided; they
+    must not overlap.
+    """
+
+    kind: str  # e.g. "clear", "compact", "truncate"
+    splices: tuple[Splice, ...]
+    note: str = ""
+
+
+@dataclass(slots=True)
+class Applied:
+    kind: str
+    note: str
+    messages: int
+    tokens_before: int
+    tokens_after: int
+    first_index: int
+
+
+class History:
+    def __init__(self, base_tokens: int, sizer: Callable[[Message], int], blocker: Callable[[Message], int]):
+        self.base_tokens = base_tokens  # tools + system: the fixed head of every request
+        self.items: list[Item] = []
+        self._cum_tokens: list[int] = [0]  # _cum_tokens[i] = tokens of items[:i]
+        self._cum_blocks: list[int] = [0]
+        self._size = sizer
+        self._blocks = blocker
+        self._holder: dict[str, Item] = {}  # tool call id -> assistant item holding it
+        self._result: dict[str, Item] = {}  # tool call id -> its result item
+
+    # ------------------------------------------------------------ reading
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @property
+    def message_tokens(self) -> int:
+        return self._cum_tokens[-1]
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.base_tokens + self._cum_tokens[-1]
+
+    def prefix_tokens(self, boundary: int) -> int:
+        """Prompt tokens up to (not including) item `boundary`, tools and system included."""
+        return self.base_tokens + self._cum_tokens[boundary]
+
+    def prefix_blocks(self, boundary: int) -> int:
+        return self._cum_blocks[boundary]
+
+    def holder_of(self, call_id: str) -> Item | None:
+        return self._holder.get(call_id)
+
+    def result_of(self, call_id: str) -> Item | None:
+        return self._result.get(call_id)
+
+    # ------------------------------------------------------------ building
+    def item(self, message: Message, origin: int = -1, **flags: object) -> Item:
+        return Item(message, self._size(message), self._blocks(message), origin, **flags)  # type: ignore[arg-type]
+
+    def append(self, item: Item) -> None:
+        self.items.append(item)
+        self._cum_tokens.append(self._cum_tokens[-1] + item.tokens)
+        self._cum_blocks.append(self._cum_blocks[-1] + item.blocks)
+        self._index(item)
+
+    def _index(self, item: Item) -> None:
+        for call in item.message.tool_calls:
+            self._holder[call.id] = item
+        if item.message.role == "tool" and item.message.tool_call_id:
+            self._result[item.message.tool_call_id] = item
+
+    # ------------------------------------------------------------ editing
+    def apply(self, edit: Edit, policy: str) -> Applied:
+        """Apply one edit; returns what it did. Raises PolicyViolation on a bad edit."""
+        splices = sorted(edit.splices, key=lambda s: s.start, reverse=True)
+        before = self.prompt_tokens
+        last_start = len(self.items) + 1
+        for s in splices:
+            if not 0 <= s.start <= s.end <= len(self.items):
+                raise PolicyViolation(f"policy {policy}: edit span {s.start}:{s.end} outside the history")
+            if s.end > last_start:
+                raise PolicyViolation(f"policy {policy}: overlapping edit spans")
+            last_start = s.start
+        removed: list[Item] = []
+        for s in splices:
+            old = self.items[s.start : s.end]
+            for item in old:
+                if item.pinned:
+                    raise PolicyViolation(
+                        f"policy {policy}: edit touches pinned message (session index {item.origin})"
+                    )
+            removed.extend(old)
+            self.items[s.start : s.end] = list(s.new)
+        for item in removed:
+            item.alive = False
+        first = min(s.start for s in splices) if splices else len(self.items)
+        for s in splices:
+            for item in s.new:
+                item.alive = True
+                self._index(item)
+        self._check_orphans(removed, [i for s in splices for i in s.new], policy)
+        self._recompute(first)
+        touched = sum(max(s.end - s.start, len(s.new)) for s in splices)
+        return Applied(edit.kind, edit.note, touched, before, self.prompt_tokens, first)
+
+    def _check_orphans(self, removed: Sequence[Item], added: Sequence[Item], policy: str) -> None:
+        for item in removed:
+            message = item.message
+            for call in message.tool_calls:
+                holder = self._holder.get(call.id)
+                if holder is item:
+                    del self._holder[call.id]
+                    result = self._result.get(call.id)
+                    if result is not None and result.alive:
+                        raise PolicyViolation(
+                            f"policy {policy}: removing the call {call.id!r} would orphan its tool result"
+                        )
+            if message.role == "tool" and message.tool_call_id:
+                if self._result.get(message.tool_call_id) is item:
+                    del self._result[message.tool_call_id]
+        # A result a policy wrote (a stub, a truncation) must still have its call.
+        for item in added:
+            call_id = item.message.tool_call_id
+            if item.message.role == "tool" and (call_id is None or call_id not in self._holder):
+                raise PolicyViolation(f"policy {policy}: tool result {call_id!r} left without its call")
+
+    def _recompute(self, start: int) -> None:
+        del self._cum_tokens[start + 1 :]
+        del self._cum_blocks[start + 1 :]
+        t, b = self._cum_tokens[start], self._cum_blocks[start]
+        for item in self.items[start:]:
+            t += item.tokens
+            b += item.blocks
+            self._cum_tokens.append(t)
+            self._cum_blocks.append(b)

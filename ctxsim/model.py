@@ -1,0 +1,133 @@
+"""The canonical trace model every reader produces and the engine replays.
+
+Frozen dataclasses: a Trace holds Sessions, a Session holds Messages (and the
+events the recorded agent itself logged). Field names follow the native format
+(DESIGN.md section 3); usage follows the inclusive convention: `input_tokens` is
+the whole prompt and the cache fields are parts of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from types import MappingProxyType
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool", "summary"]
+ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool", "summary")
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def parse_ts(text: str) -> float:
+    """ISO 8601 timestamp to epoch seconds (naive times are taken as UTC)."""
+    value = text.strip()
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
+    moment = datetime.fromisoformat(value)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def format_ts(seconds: float) -> str:
+    """Epoch seconds to the `2026-01-13T16:56:01Z` form the writer uses."""
+    moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    if moment.microsecond:
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What the provider reported for one request, inclusive convention."""
+
+    input_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    output_tokens: int = 0
+    extra: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, compare=False)
+
+    @property
+    def uncached_tokens(self) -> int:
+        return (
+            self.input_tokens
+            - self.cache_read_tokens
+            - self.cache_write_tokens
+            - self.cache_write_1h_tokens
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: Any = None
+    extra: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: str = ""
+    ts: str | None = None
+    thinking: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    is_error: bool = False
+    usage: Usage | None = None
+    model: str | None = None
+    extra_tokens: int = 0
+    extra: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, compare=False)
+    line: int | None = field(default=None, compare=False)
+
+    @property
+    def ts_s(self) -> float | None:
+        return parse_ts(self.ts) if self.ts else None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Something the recorded agent did that is not a message (e.g. its own compaction).
+
+    `position` is the number of the session's messages that came before it.
+    """
+
+    name: str
+    position: int
+    ts: str | None = None
+    fields: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    id: str = "session"
+    source: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    window: int | None = None
+    system: str | None = None
+    tools: tuple[Mapping[str, Any], ...] = ()
+    system_tokens: int | None = None
+    tools_tokens: int | None = None
+    ts: str | None = None
+    messages: tuple[Message, ...] = ()
+    events: tuple[Event, ...] = ()
+    has_header: bool = field(default=True, compare=False)
+    extra: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, compare=False)
+
+    @property
+    def requests(self) -> int:
+        return sum(1 for m in self.messages if m.role == "assistant")
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """What one or more input files hold: sessions in file order."""
+
+    name: str
+    sessions: tuple[Session, ...]
+    digest: str = ""

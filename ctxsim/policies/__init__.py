@@ -1,0 +1,94 @@
+"""Context-management policies: one module per policy, registered in that module.
+
+A policy only chooses: given the live history before a request, it returns
+`Edit`s; the engine applies them, checks the invariants and logs one event per
+edit. The module name is the registry name is the `--policy` name. Third-party
+policies come through the `ctxsim.policies` entry-point group.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any, Protocol
+
+from ctxsim.errors import CtxsimError, ParameterError
+from ctxsim.history import Edit, History, Item
+from ctxsim.model import Message
+from ctxsim.params import as_dict, build_params, split_spec
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a policy sees before request `request` (1-based within the run)."""
+
+    history: History
+    request: int
+    window: int
+    size: Callable[[Message], int]  # token size of a message the policy might write
+    ts_s: float | None = None
+
+
+class Policy(Protocol):
+    name: str
+    params: Any
+
+    def decide(self, ctx: Context) -> Sequence[Edit]: ...
+
+
+@dataclass(frozen=True)
+class PolicyInfo:
+    name: str
+    params: type
+    factory: Callable[[Any], Policy]
+    source: str  # where its semantics come from
+    summary: str
+    module: str
+
+
+_REGISTRY: dict[str, PolicyInfo] = {}
+_LOADED = False
+
+
+def register(info: PolicyInfo) -> None:
+    if info.name in _REGISTRY and _REGISTRY[info.name].module != info.module:
+        raise CtxsimError(
+            f"policy {info.name!r} registered twice: by {_REGISTRY[info.name].module} and by {info.module}"
+        )
+    _REGISTRY[info.name] = info
+
+
+def policies() -> dict[str, PolicyInfo]:
+    global _LOADED
+    if not _LOADED:
+        _LOADED = True
+        for module in pkgutil.iter_modules(__path__):
+            importlib.import_module(f"{__name__}.{module.name}")
+        for entry in entry_points(group="ctxsim.policies"):
+            entry.load()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def make_policy(name: str, values: Mapping[str, Any] | None = None) -> Policy:
+    table = policies()
+    if name not in table:
+        raise ParameterError(f"unknown policy {name!r}; known: {', '.join(table)}")
+    info = table[name]
+    return info.factory(build_params(info.params, values or {}, f"policy {name}"))
+
+
+def parse_policy(spec: str) -> Policy:
+    """`clear:trigger=30000,keep=3` -> a configured policy."""
+    name, values = split_spec(spec)
+    return make_policy(name, values)
+
+
+def effective(policy: Policy) -> dict[str, Any]:
+    return {"name": policy.name, "params": as_dict(policy.params)}
+
+
+def tool_result_items(history: History) -> list[tuple[int, Item]]:
+    return [(i, it) for i, it in enumerate(history.items) if it.message.role == "tool"]

@@ -1,0 +1,125 @@
+"""`clear`: tool-result clearing, Anthropic's `clear_tool_uses_20250919` semantics.
+
+Source: Anthropic context editing (reference/providers-and-products.md B.1) and
+seed 000's `_clear_tool_results`. Once the prompt passes `trigger` (input tokens,
+or tool uses in the context), every tool result but the newest `keep` is
+replaced by a stub that keeps the call (tool and arguments) and the first error
+line of the output. Excluded tools are never cleared. When the clearing would
+free fewer than `clear_at_least` tokens it is not done at all: every edit
+rewrites the cached prefix from that point, so a small gain costs more in cache
+writes than it saves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from ctxsim.counting import arguments_text
+from ctxsim.history import Edit, Item, Splice
+from ctxsim.model import ToolCall
+from ctxsim.params import field_doc
+from ctxsim.policies import Context, PolicyInfo, register
+
+ERROR_LINE = re.compile(r"\b[A-Z][A-Za-z0-9_]*(?:Error|Exception)\b: [^\n\]]+")
+DEFAULT_STUB = "[tool output cleared: {tool}({args}) returned {tokens:,} tokens; run it again if you need it.{error}]"
+
+
+@dataclass(frozen=True)
+class ClearParams:
+    trigger: int = field(default=100_000, metadata=field_doc("clear once the context passes this (see trigger_type)"))
+    trigger_type: Literal["input_tokens", "tool_uses"] = field(
+        default="input_tokens", metadata=field_doc("what trigger counts: prompt tokens or tool uses in context"))
+    keep: int = field(default=3, metadata=field_doc("newest tool uses always kept verbatim"))
+    clear_at_least: int = field(default=0, metadata=field_doc("skip the clearing unless it frees this many tokens"))
+    exclude_tools: tuple[str, ...] = field(default=(), metadata=field_doc("tools whose results are never cleared"))
+    clear_tool_inputs: bool = field(default=False, metadata=field_doc("also clear the calls' arguments"))
+    stub: str = field(default=DEFAULT_STUB, metadata=field_doc(
+        "text that replaces a result; fields {tool} {args} {tokens} {error}"))
+
+    def __post_init__(self) -> None:
+        if self.keep < 0 or self.trigger < 0 or self.clear_at_least < 0:
+            raise ValueError("trigger, keep and clear_at_least must not be negative")
+
+
+def first_error(text: str) -> str | None:
+    match = ERROR_LINE.search(text)
+    return match.group(0) if match else None
+
+
+def short_args(call: ToolCall | None) -> str:
+    if call is None:
+        return ""
+    args = call.arguments
+    if isinstance(args, dict) and len(args) == 1:
+        (value,) = args.values()
+        if isinstance(value, str):
+            return value[:200]
+    return arguments_text(args)[:200]
+
+
+class ClearPolicy:
+    name = "clear"
+
+    def __init__(self, params: ClearParams) -> None:
+        self.params = params
+
+    def _triggered(self, ctx: Context, tool_uses: int) -> bool:
+        p = self.params
+        if p.trigger_type == "tool_uses":
+            return tool_uses > p.trigger
+        return ctx.history.prompt_tokens > p.trigger
+
+    def decide(self, ctx: Context) -> Sequence[Edit]:
+        p = self.params
+        history = ctx.history
+        if p.trigger_type == "input_tokens" and history.prompt_tokens <= p.trigger:
+            return ()
+        candidates: list[tuple[int, Item]] = []
+        where: dict[int, int] = {}
+        tool_uses = 0
+        for i, item in enumerate(history.items):
+            where[id(item)] = i
+            m = item.message
+            if m.role != "tool":
+                continue
+            tool_uses += 1
+            if not item.cleared and not item.pinned and m.name not in p.exclude_tools:
+                candidates.append((i, item))
+        if not self._triggered(ctx, tool_uses):
+            return ()
+        stale = candidates[: len(candidates) - p.keep] if p.keep else candidates
+        if not stale:
+            return ()
+        splices: list[Splice] = []
+        inputs_to_clear: dict[int, set[str]] = {}
+        freed = 0
+        for i, item in stale:
+            m = item.message
+            holder = history.holder_of(m.tool_call_id or "")
+            call = next((c for c in holder.message.tool_calls if c.id == m.tool_call_id), None) if holder else None
+            error = first_error(m.content)
+            text = p.stub.format(tool=m.name or (call.name if call else "tool"), args=short_args(call),
+                                 tokens=item.tokens, error=f" First error: {error}" if error else "")
+            new = history.item(replace(m, content=text), origin=item.origin, cleared=True)
+            freed += item.tokens - new.tokens
+            splices.append(Splice(i, i + 1, (new,)))
+            if p.clear_tool_inputs and holder is not None and call is not None and call.arguments:
+                inputs_to_clear.setdefault(where[id(holder)], set()).add(call.id)
+        for index, ids in inputs_to_clear.items():
+            holder = history.items[index]
+            calls = tuple(replace(c, arguments={}) if c.id in ids else c for c in holder.message.tool_calls)
+            new = history.item(replace(holder.message, tool_calls=calls), origin=holder.origin, cleared=True)
+            freed += holder.tokens - new.tokens
+            splices.append(Splice(index, index + 1, (new,)))
+        if freed < p.clear_at_least or freed <= 0:
+            return ()
+        return (Edit("clear", tuple(splices), f"cleared {len(stale)} tool results"),)
+
+
+register(PolicyInfo(
+    "clear", ClearParams, ClearPolicy,
+    "Anthropic clear_tool_uses_20250919 (context editing); seed 000 ContextManager._clear_tool_results",
+    "replace old tool results with stubs past a trigger, keeping the newest N", __name__))

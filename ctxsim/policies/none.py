@@ -1,0 +1,28 @@
+"""`none`: the recorded history, unmanaged. The baseline every policy is compared with."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ctxsim.history import Edit
+from ctxsim.policies import Context, PolicyInfo, register
+
+
+@dataclass(frozen=True)
+class NoneParams:
+    pass
+
+
+class NonePolicy:
+    name = "none"
+
+    def __init__(self, params: NoneParams) -> None:
+        self.params = params
+
+    def decide(self, ctx: Context) -> Sequence[Edit]:
+        return ()
+
+
+register(PolicyInfo("none", NoneParams, NonePolicy, "baseline (no context management)",
+                    "replay the history as recorded", __name__))

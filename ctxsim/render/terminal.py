@@ -1,0 +1,158 @@
+"""Terminal output of a run: summary, per-request context, events.
+
+Tables are built once as plain data; on a terminal they print with rich, when
+piped as aligned plain text (stable bytes, no colour codes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import TextIO
+
+from rich.console import Console
+from rich.table import Table
+
+from ctxsim.engine import PolicyRun
+from ctxsim.meter import Totals
+from ctxsim.run import RunResult
+
+
+@dataclass
+class TableData:
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    left: int = 1  # how many leading columns are left-aligned labels
+
+
+def money(value: Decimal) -> str:
+    if value < 1:
+        return f"${value.quantize(Decimal('0.0001'), ROUND_HALF_EVEN)}"
+    if value >= 100:
+        return f"${value.quantize(Decimal('1'), ROUND_HALF_EVEN):,}"
+    return f"${value.quantize(Decimal('0.01'), ROUND_HALF_EVEN):,}"
+
+
+def pct(value: float) -> str:
+    return f"{value * 100:.2f}%"
+
+
+def _first(value: int | None) -> str:
+    return "never" if value is None else f"request {value:,}"
+
+
+def name_of(run: PolicyRun) -> str:
+    params = run.policy.get("params") or {}
+    label = run.policy.get("label")
+    return label or run.policy["name"] + ("" if not params else "")
+
+
+def summary(result: RunResult) -> TableData:
+    runs = result.runs
+    metrics: list[tuple[str, callable]] = [  # type: ignore[valid-type]
+        ("requests", lambda t: f"{t.requests:,}"),
+        ("input tokens, all requests", lambda t: f"{t.input_tokens:,}"),
+        ("peak context", lambda t: f"{t.peak_context_tokens:,}"),
+        ("p95 context", lambda t: f"{t.p95_context_tokens:,}"),
+        ("tokens prefilled fresh", lambda t: f"{t.fresh_prefill_tokens:,}"),
+        ("cache read", lambda t: f"{t.cache_read_tokens:,}"),
+        ("cache write 5m", lambda t: f"{t.cache_write_tokens:,}"),
+        ("cache write 1h", lambda t: f"{t.cache_write_1h_tokens:,}"),
+        ("uncached input", lambda t: f"{t.uncached_tokens:,}"),
+        ("output tokens", lambda t: f"{t.output_tokens:,}"),
+        ("hit rate (read / input)", lambda t: pct(t.hit_rate)),
+        ("rewrites (prefix broken)", lambda t: f"{t.rewrites:,}"),
+        ("cost without caching", lambda t: money(t.cost_nocache_usd)),
+        ("cost with caching (warm)", lambda t: money(t.cost_warm_usd)),
+        ("... with the trace's real gaps", lambda t: money(t.cost_usd)),
+        ("first over 128k", lambda t: _first(t.first_over.get("128k"))),
+        ("first over 200k", lambda t: _first(t.first_over.get("200k"))),
+        ("first over window - reserve", lambda t: _first(t.first_over.get("window-reserve"))),
+        ("policy events", lambda t: f"{t.events:,}"),
+    ]
+    rows = [[label] + [fmt(run.totals) for run in runs] for label, fmt in metrics]
+    return TableData("summary", [""] + [name_of(r) for r in runs], rows)
+
+
+def context_rows(result: RunResult, every: int) -> TableData:
+    base = result.runs[0].rows
+    picked = [i for i, row in enumerate(base) if row.kind == "request" and
+              (row.request == 1 or row.request % every == 0 or i == len(base) - 1)]
+    by_request = [{row.request: row for row in run.rows if row.kind == "request"} for run in result.runs]
+    rows = []
+    for i in picked:
+        number = base[i].request
+        cells = [f"{number:,}"]
+        for table in by_request:
+            row = table.get(number)
+            cells.append(f"{row.context_tokens:,}" if row else "")
+        rows.append(cells)
+    return TableData(f"context per request (every {every})", ["request"] + [name_of(r) for r in result.runs], rows)
+
+
+def auto_every(requests: int, lines: int = 15) -> int:
+    """A round step that shows about `lines` rows."""
+    raw = max(1, requests // lines)
+    for step in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000):
+        if step >= raw:
+            return step
+    return raw
+
+
+def plain(table: TableData) -> str:
+    widths = [max(len(h), *(len(r[c]) for r in table.rows)) if table.rows else len(h)
+              for c, h in enumerate(table.headers)]
+    lines = []
+    for cells in [table.headers, *table.rows]:
+        parts = [cell.ljust(widths[c]) if c < table.left else cell.rjust(widths[c]) for c, cell in enumerate(cells)]
+        lines.append("  ".join(parts).rstrip())
+    return "\n".join(lines)
+
+
+def rich_table(table: TableData) -> Table:
+    out = Table(title=table.title, title_justify="left", header_style="bold")
+    for c, header in enumerate(table.headers):
+        out.add_column(header, justify="left" if c < table.left else "right", no_wrap=True)
+    for row in table.rows:
+        out.add_row(*row)
+    return out
+
+
+def emit(result: RunResult, out: TextIO, every: int | None, terminal: bool) -> None:
+    m = result.manifest
+    head = (f"trace {m['trace']['name']}: {m['trace']['sessions']} session(s), {m['trace']['messages']:,} messages; "
+            f"{m['provider']} {m['model']}, window {m['window']:,}; tokenizer {m['tokenizer']}; "
+            f"cache model {m['cache_model']['name']}; prices {m['prices']}")
+    tables = [summary(result)]
+    requests = result.runs[0].totals.requests if result.runs else 0
+    if requests:
+        tables.append(context_rows(result, every or auto_every(requests)))
+    events = [f"  {run.policy['name']}: {e.text()}" for run in result.runs for e in run.events]
+    notes = [m["assumption"], *m.get("price_notes", [])]
+    if terminal:
+        console = Console(file=out, force_terminal=True, width=max(100, Console(file=out).width))
+        console.print(head, style="dim", highlight=False)
+        for table in tables:
+            console.print(rich_table(table))
+        console.print("[bold]events[/bold]" if events else "[bold]events[/bold]: none")
+        for line in events:
+            console.print(line, highlight=False, markup=False)
+        for note in notes:
+            console.print(f"note: {note}", style="dim", highlight=False, markup=False)
+        return
+    print(head, file=out)
+    for table in tables:
+        print(f"\n{table.title}", file=out)
+        print(plain(table), file=out)
+    print("\nevents" + ("" if events else ": none"), file=out)
+    for line in events:
+        print(line, file=out)
+    print(file=out)
+    for note in notes:
+        print(f"note: {note}", file=out)
+
+
+def totals_line(totals: Totals) -> str:
+    return (f"{totals.requests:,} requests, peak {totals.peak_context_tokens:,} tokens, "
+            f"hit rate {pct(totals.hit_rate)}, cost {money(totals.cost_usd)}")

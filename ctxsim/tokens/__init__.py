@@ -1,0 +1,90 @@
+"""Tokenizers: exact offline BPE (o200k_base, cl100k_base) and labelled estimates.
+
+Each tokenizer module registers itself here; the module name is the
+`--tokenizer` value. `TokenCounter` adds the content-hash memo: every distinct
+text is counted once, in batches.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from ctxsim.errors import CtxsimError
+
+
+class Tokenizer(Protocol):
+    name: str
+    exact: bool
+
+    def count_batch(self, texts: list[str]) -> list[int]: ...
+
+
+@dataclass(frozen=True)
+class TokenizerInfo:
+    name: str
+    exact: bool
+    description: str
+    factory: Callable[[], Tokenizer]
+    module: str
+
+
+_REGISTRY: dict[str, TokenizerInfo] = {}
+_INSTANCES: dict[str, Tokenizer] = {}
+DEFAULT = "o200k_base"
+
+
+def register(info: TokenizerInfo) -> None:
+    if info.name in _REGISTRY and _REGISTRY[info.name].module != info.module:
+        raise CtxsimError(
+            f"tokenizer {info.name!r} registered twice: by {_REGISTRY[info.name].module} and by {info.module}"
+        )
+    _REGISTRY[info.name] = info
+
+
+def tokenizers() -> dict[str, TokenizerInfo]:
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
+    return dict(sorted(_REGISTRY.items()))
+
+
+def get_tokenizer(name: str = DEFAULT) -> Tokenizer:
+    table = tokenizers()
+    if name not in table:
+        raise CtxsimError(f"unknown tokenizer {name!r}; known: {', '.join(table)}")
+    if name not in _INSTANCES:
+        _INSTANCES[name] = table[name].factory()
+    return _INSTANCES[name]
+
+
+def label(tokenizer: Tokenizer) -> str:
+    return tokenizer.name if tokenizer.exact else f"{tokenizer.name} (estimate)"
+
+
+class TokenCounter:
+    """Counts texts with a tokenizer, each distinct text once (memo keyed by content)."""
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self._memo: dict[str, int] = {"": 0}
+
+    def prime(self, texts: Iterable[str]) -> None:
+        """Count every not-yet-seen text in one batch call."""
+        memo = self._memo
+        todo = list(dict.fromkeys(t for t in texts if t not in memo))
+        if todo:
+            for text, n in zip(todo, self.tokenizer.count_batch(todo), strict=True):
+                memo[text] = n
+
+    def count(self, text: str) -> int:
+        n = self._memo.get(text)
+        if n is None:
+            n = self._memo[text] = self.tokenizer.count_batch([text])[0]
+        return n
+
+    @property
+    def distinct_texts(self) -> int:
+        return len(self._memo) - 1

