@@ -1,0 +1,112 @@
+"""Hypothesis properties of the engine and meter (DESIGN.md section 9)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxsim.history import Edit
+from ctxsim.policies import Context, parse_policy
+
+from helpers import T0, replay, session_of, turn_messages
+
+TOOLS = ["read_file", "run_tests", "bash", "notes_read"]
+
+
+@st.composite
+def sessions(draw):
+    n = draw(st.integers(min_value=1, max_value=25))
+    messages = []
+    ts = T0
+    for i in range(1, n + 1):
+        tool = draw(st.sampled_from(TOOLS))
+        size = draw(st.integers(min_value=0, max_value=6000))
+        error = draw(st.booleans())
+        output = ("x" * size) + ("\nValueError: bad total" if error else "")
+        user = draw(st.one_of(st.none(), st.text(min_size=1, max_size=40)))
+        messages += turn_messages(i, tool, output, ts, user)
+        ts += draw(st.sampled_from([5, 30, 200, 400, 4000]))
+    return session_of(messages)
+
+
+CACHES = st.sampled_from(["anthropic", "anthropic:ttl=1h", "openai", "prefix", "prefix:writes=true", "none"])
+CLEARS = st.builds(
+    lambda trig, keep, least, excl: f"clear:trigger={trig},keep={keep},clear_at_least={least}"
+    + (",exclude_tools=[notes_read]" if excl else ""),
+    st.integers(0, 20_000), st.integers(0, 4), st.integers(0, 3000), st.booleans())
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(trace=sessions(), cache=CACHES, clear=CLEARS)
+def test_meter_parts_add_up_and_costs_are_non_negative(trace, cache, clear):
+    for policy in ("none", clear):
+        run = replay(trace, policy, cache=cache)
+        for row in run.rows:
+            parts = row.cache_read_tokens + row.cache_write_tokens + row.cache_write_1h_tokens + row.uncached_tokens
+            assert parts == row.input_tokens
+            assert min(row.cache_read_tokens, row.cache_write_tokens, row.cache_write_1h_tokens,
+                       row.uncached_tokens) >= 0
+            assert row.cost_usd >= 0 and row.cost_warm_usd >= 0 and row.cost_nocache_usd >= 0
+            # A cache that never goes cold reads at least as much as the real one.
+            assert row.warm_cache_read_tokens >= row.cache_read_tokens or cache.startswith("openai")
+
+
+@SETTINGS
+@given(trace=sessions(), clear=CLEARS)
+def test_clearing_never_grows_a_request(trace, clear):
+    naive = replay(trace, "none", cache="prefix")
+    managed = replay(trace, clear, cache="prefix")
+    assert len(naive.rows) == len(managed.rows)
+    for a, b in zip(naive.rows, managed.rows):
+        assert b.input_tokens <= a.input_tokens
+
+
+class Watcher:
+    """Wraps a policy and checks the history it is shown: every tool result has its call before it."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.name = inner.name
+        self.params = inner.params
+        self.checked = 0
+
+    def decide(self, ctx: Context) -> list[Edit]:
+        seen: set[str] = set()
+        for item in ctx.history.items:
+            for call in item.message.tool_calls:
+                seen.add(call.id)
+            if item.message.role == "tool":
+                assert item.message.tool_call_id in seen, "orphaned tool result"
+        self.checked += 1
+        return list(self.inner.decide(ctx))
+
+
+@SETTINGS
+@given(trace=sessions(), clear=CLEARS)
+def test_no_orphaned_tool_result(trace, clear):
+    watcher = Watcher(parse_policy(clear))
+    run = replay(trace, watcher)
+    assert watcher.checked == len(run.rows)
+
+
+@SETTINGS
+@given(trace=sessions(), cache=CACHES, clear=CLEARS)
+def test_totals_equal_the_sum_of_rows(trace, cache, clear):
+    run = replay(trace, clear, cache=cache)
+    rows, t = run.rows, run.totals
+    assert t.requests == len(rows)
+    assert t.input_tokens == sum(r.input_tokens for r in rows)
+    assert t.cache_read_tokens == sum(r.cache_read_tokens for r in rows)
+    assert t.cache_write_tokens + t.cache_write_1h_tokens == sum(
+        r.cache_write_tokens + r.cache_write_1h_tokens for r in rows)
+    assert t.output_tokens == sum(r.output_tokens for r in rows)
+    assert t.fresh_prefill_tokens == t.input_tokens - t.cache_read_tokens
+    assert t.cost_usd == sum((r.cost_usd for r in rows), Decimal(0))
+    assert t.cost_nocache_usd == sum((r.cost_nocache_usd for r in rows), Decimal(0))
+    assert t.peak_context_tokens == max(r.context_tokens for r in rows)
+    assert t.rewrites == sum(r.rewrite for r in rows)
+    assert t.events >= sum(1 for e in run.events if e.kind == "clear")
