@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ctxsim.model import Message, Session
+from ctxsim.model import Message, Session, ToolCall
 from ctxsim.tokens import TokenCounter
 
 
@@ -37,19 +37,6 @@ def arguments_text(arguments: Any) -> str:
     return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
 
 
-def message_texts(message: Message) -> list[str]:
-    """Every text of a message that the tokenizer counts (for batch priming)."""
-    texts = [message.content]
-    if message.thinking:
-        texts.append(message.thinking)
-    for call in message.tool_calls:
-        texts.append(call.name)
-        texts.append(arguments_text(call.arguments))
-    if message.role == "tool" and message.name:
-        texts.append(message.name)
-    return texts
-
-
 def blocks(message: Message) -> int:
     """Content blocks as Anthropic counts them for the cache lookback."""
     if message.role != "assistant":
@@ -64,6 +51,16 @@ class MessageSizer:
     def __init__(self, counter: TokenCounter, framing: Framing | None = None) -> None:
         self.counter = counter
         self.framing = framing or Framing()
+        # call -> its arguments' JSON; the entry holds the call, so its id is never reused meanwhile
+        self._args: dict[int, tuple[ToolCall, str]] = {}
+
+    def _arguments(self, call: ToolCall) -> str:
+        hit = self._args.get(id(call))
+        if hit is not None and hit[0] is call:
+            return hit[1]
+        text = arguments_text(call.arguments)
+        self._args[id(call)] = (call, text)
+        return text
 
     def message(self, message: Message) -> int:
         f = self.framing
@@ -72,7 +69,7 @@ class MessageSizer:
         if message.thinking:
             n += count(message.thinking)
         for call in message.tool_calls:
-            n += f.tool_call_tokens + count(arguments_text(call.arguments))
+            n += f.tool_call_tokens + count(self._arguments(call))
             if f.count_call_name:
                 n += count(call.name)
         if message.role == "tool":
@@ -101,7 +98,14 @@ class MessageSizer:
         """Count every distinct text of the session in one batch."""
         texts: list[str] = []
         for message in session.messages:
-            texts.extend(message_texts(message))
+            texts.append(message.content)
+            if message.thinking:
+                texts.append(message.thinking)
+            for call in message.tool_calls:
+                texts.append(call.name)
+                texts.append(self._arguments(call))
+            if message.role == "tool" and message.name:
+                texts.append(message.name)
         if session.system:
             texts.append(session.system)
         self.counter.prime(texts)

@@ -153,8 +153,8 @@ class Replayer:
             prompt = history.prompt_tokens
             shared = history.prefix_tokens(min(valid, len(history))) if prev_items else 0
             rewrite = prev_items > 0 and valid < prev_items
-            output = message.usage.output_tokens if message.usage and message.usage.output_tokens \
-                else sizer.message(message)
+            size = sizer.message(message)
+            output = message.usage.output_tokens if message.usage and message.usage.output_tokens else size
             rows.append(self._row(number, session, index, message, history, cache, warm, request_ts,
                                   prompt, output, shared, rewrite, window))
             for limit, label in ((window - reserve, "the window minus the output reserve"), (window, "the window")):
@@ -163,7 +163,7 @@ class Replayer:
                     events.append(EventRecord(number, session.id, policy.name,
                                               "overflow" if limit == window else "threshold",
                                               f"context {prompt:,} tokens passes {label} ({limit:,})"))
-            history.append(history.item(message, origin))
+            history.append(history.item(message, origin, tokens=size))
             prev_items = len(history)
             valid = prev_items
             last_ts = self._ts(message.ts) if message.ts else last_ts

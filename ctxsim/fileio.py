@@ -68,6 +68,9 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[io.IOBase]:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, target)
     except BaseException:
         try:

@@ -104,8 +104,9 @@ class History:
         return self._result.get(call_id)
 
     # ------------------------------------------------------------ building
-    def item(self, message: Message, origin: int = -1, **flags: object) -> Item:
-        return Item(message, self._size(message), self._blocks(message), origin, **flags)  # type: ignore[arg-type]
+    def item(self, message: Message, origin: int = -1, tokens: int | None = None, **flags: object) -> Item:
+        size = self._size(message) if tokens is None else tokens
+        return Item(message, size, self._blocks(message), origin, **flags)  # type: ignore[arg-type]
 
     def append(self, item: Item) -> None:
         self.items.append(item)

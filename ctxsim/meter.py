@@ -16,7 +16,7 @@ from typing import Any
 THRESHOLDS = (128_000, 200_000)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen init costs a setattr call per field, per request
 class Row:
     request: int  # 1-based over the run (all sessions)
     session: str

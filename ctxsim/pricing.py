@@ -8,6 +8,7 @@ at the documented 2x base input and the run says so.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal
@@ -36,6 +37,9 @@ class Bill:
     cache_write_tokens: int = 0
     cache_write_1h_tokens: int = 0
     output_tokens: int = 0
+
+
+_KEYS = ("input_mtok", "cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok", "output_mtok")
 
 
 def _rate(price: Decimal | TieredPrices | None, prompt_tokens: int) -> Decimal | None:
@@ -68,45 +72,80 @@ class Pricer:
             ) from None
         self.model_id = self._model.id
         self.provider_id = self._provider.id
-        self._prices_memo: dict[str, Any] = {}
+        self._prices_memo: dict[int | None, Any] = {}
+        self._cards: dict[int, tuple[Any, list[int], dict[int, tuple]]] = {}
 
     @property
     def context_window(self) -> int | None:
         return self._model.context_window
 
     def _prices(self, ts_s: float | None) -> Any:
-        moment = datetime.fromtimestamp(ts_s, tz=timezone.utc) if ts_s is not None else None
-        key = moment.strftime("%Y-%m-%dT%H") if moment else "now"
+        key = int(ts_s // 3600) if ts_s is not None else None  # price changes land on the hour
         prices = self._prices_memo.get(key)
         if prices is None:
+            moment = datetime.fromtimestamp(ts_s, tz=timezone.utc) if ts_s is not None else None
             prices = self._model.get_prices(moment or datetime.now(tz=timezone.utc))
             self._prices_memo[key] = prices
         return prices
 
     def cost(self, bill: Bill, ts_s: float | None) -> Decimal:
+        """Price one request: genai-prices' rates for this model at `ts_s`, tier chosen by this prompt.
+
+        Equal to genai-prices' own `calc_price` for these usage keys (a test checks it); read off
+        the price data directly because calc_price costs about 0.3 ms a call.
+        """
+        prompt = bill.input_tokens
+        base, read_rate, write_rate, hour_rate, out_rate = self._card(self._prices(ts_s), prompt)
+        uncached = prompt
+        total = Decimal(0)
+        if bill.cache_read_tokens and read_rate is not None:
+            total += bill.cache_read_tokens * read_rate
+            uncached -= bill.cache_read_tokens
+        if bill.cache_write_tokens and write_rate is not None:
+            total += bill.cache_write_tokens * write_rate
+            uncached -= bill.cache_write_tokens
+        if bill.cache_write_1h_tokens:
+            if hour_rate is None:
+                hour_rate = ONE_HOUR_WRITE_MULTIPLIER * base
+                self._note_derived_1h()
+            total += bill.cache_write_1h_tokens * hour_rate
+            uncached -= bill.cache_write_1h_tokens
+        total += uncached * base + bill.output_tokens * out_rate
+        return total / MTOK
+
+    def _card(self, prices: Any, prompt: int) -> tuple[Decimal, Decimal | None, Decimal | None, Decimal | None,
+                                                        Decimal]:
+        """The five per-MTok rates that apply to a prompt of this size (memoised per tier)."""
+        cards = self._cards.get(id(prices))
+        if cards is None:
+            starts = sorted({t.start for key in _KEYS if isinstance(getattr(prices, key), TieredPrices)
+                             for t in getattr(prices, key).tiers})
+            cards = self._cards[id(prices)] = (prices, starts, {})
+        _, starts, memo = cards
+        tier = bisect_left(starts, prompt) if starts else 0  # tiers whose start the prompt exceeds
+        card = memo.get(tier)
+        if card is None:
+            probe = starts[tier - 1] + 1 if tier else 0
+            rates = [_rate(getattr(prices, key), probe) for key in _KEYS]
+            card = memo[tier] = (rates[0] or Decimal(0), rates[1], rates[2], rates[3], rates[4] or Decimal(0))
+        return card
+
+    def _note_derived_1h(self) -> None:
+        note = (f"1-hour cache writes for {self.model_id} priced at {ONE_HOUR_WRITE_MULTIPLIER}x base input "
+                "(documented multiplier; the price data has no 1-hour price)")
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def reference_cost(self, bill: Bill, ts_s: float | None) -> Decimal:
+        """The same price through genai-prices' calc_price (slow; used to check `cost`)."""
         prices = self._prices(ts_s)
-        writes = bill.cache_write_tokens + bill.cache_write_1h_tokens
-        extra = Decimal(0)
         kwargs: dict[str, int] = {
             "input_tokens": bill.input_tokens,
-            "cache_read_tokens": bill.cache_read_tokens,
-            "cache_write_tokens": writes,
+            "cache_read_tokens": bill.cache_read_tokens if prices.cache_read_mtok is not None else 0,
+            "cache_write_tokens": (bill.cache_write_tokens + bill.cache_write_1h_tokens)
+            if prices.cache_write_mtok is not None else 0,
             "output_tokens": bill.output_tokens,
         }
-        if bill.cache_write_1h_tokens:
-            if prices.cache_write_1h_mtok is not None:
-                kwargs["cache_write_1h_tokens"] = bill.cache_write_1h_tokens
-            else:
-                base = _rate(prices.input_mtok, bill.input_tokens) or Decimal(0)
-                five = _rate(prices.cache_write_mtok, bill.input_tokens) or base
-                extra = (ONE_HOUR_WRITE_MULTIPLIER * base - five) * bill.cache_write_1h_tokens / MTOK
-                note = (f"1-hour cache writes for {self.model_id} priced at {ONE_HOUR_WRITE_MULTIPLIER}x base "
-                        "input (documented multiplier; no 1-hour price in the price data)")
-                if note not in self.notes:
-                    self.notes.append(note)
-        if prices.cache_write_mtok is None and writes:
-            # No write price for this model (e.g. OpenAI before GPT-5.6): writes cost as fresh input.
-            kwargs["cache_write_tokens"] = 0
-        if prices.cache_read_mtok is None and bill.cache_read_tokens:
-            kwargs["cache_read_tokens"] = 0
-        return prices.calc_price(Usage(**kwargs))["total_price"] + extra
+        if bill.cache_write_1h_tokens and prices.cache_write_mtok is not None:
+            kwargs["cache_write_1h_tokens"] = bill.cache_write_1h_tokens
+        return prices.calc_price(Usage(**kwargs))["total_price"]

@@ -137,3 +137,21 @@ def test_cache_prices_and_one_hour_writes():
 def test_unknown_model_is_a_clear_error():
     with pytest.raises(CtxsimError, match="no price for model"):
         Pricer("anthropic", "claude-imaginary-9")
+
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+@settings(max_examples=60, deadline=None)
+@given(prompt=st.integers(0, 400_000), split=st.tuples(*[st.floats(0, 1)] * 3), output=st.integers(0, 50_000),
+       model=st.sampled_from([("anthropic", "claude-sonnet-4-5"), ("anthropic", "claude-opus-4-1"),
+                              ("openai", "gpt-4.1"), ("google", "gemini-2.5-pro")]))
+def test_fast_pricing_equals_genai_prices(prompt, split, output, model):
+    """`Pricer.cost` reads rates off the price data; it must equal genai-prices' calc_price."""
+    read = int(prompt * split[0] / 3)
+    write = int(prompt * split[1] / 3)
+    hour = int(prompt * split[2] / 3) if model[0] == "anthropic" else 0
+    pricer = Pricer(*model)
+    bill = Bill(prompt, read, write, hour, output)
+    assert pricer.cost(bill, T0) == pricer.reference_cost(bill, T0)

@@ -12,6 +12,7 @@ on the trace's wall clock (`ts`). Rules per model in data.toml.
 
 from __future__ import annotations
 
+from bisect import bisect_right, insort
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -54,7 +55,9 @@ class AnthropicCache:
         self.model = model
         self.ignore_ttl = ignore_ttl
         self._entries: dict[int, _Entry] = {}  # boundary (items covered) -> entry
+        self._bounds: list[int] = []  # the entries' boundaries, sorted
         self._rules: dict | None = None
+        self._resolved: tuple[int, int, float] | None = None
 
     def _rule(self, ts_s: float | None) -> dict:
         if self._rules is None:
@@ -62,8 +65,10 @@ class AnthropicCache:
         return self._rules
 
     def edited(self, boundary: int) -> None:
-        for b in [b for b in self._entries if b > boundary]:
+        cut = bisect_right(self._bounds, boundary)
+        for b in self._bounds[cut:]:
             del self._entries[b]
+        del self._bounds[cut:]
 
     def _positions(self, n: int) -> list[int]:
         points = set()
@@ -78,14 +83,20 @@ class AnthropicCache:
                 points.add(n // 2)
         return sorted(points)
 
-    def _live(self, entry: _Entry, ts_s: float | None) -> bool:
-        return self.ignore_ttl or ts_s is None or entry.expires_s is None or ts_s <= entry.expires_s
+    def _settings(self, ts_s: float | None) -> tuple[int, int, float]:
+        """Minimum cacheable tokens, lookback blocks and TTL: resolved once per session."""
+        if self._resolved is None:
+            rule = self._rule(ts_s)
+            p = self.params
+            self._resolved = (
+                p.min_tokens if p.min_tokens is not None else rule["min_tokens"],
+                p.lookback_blocks if p.lookback_blocks is not None else rule["lookback_blocks"],
+                rule["ttl_1h_s"] if p.ttl == "1h" else rule["ttl_5m_s"],
+            )
+        return self._resolved
 
     def request(self, history: History, ts_s: float | None) -> CacheResult:
-        rule = self._rule(ts_s)
-        minimum = self.params.min_tokens if self.params.min_tokens is not None else rule["min_tokens"]
-        lookback = self.params.lookback_blocks if self.params.lookback_blocks is not None else rule["lookback_blocks"]
-        ttl_s = rule["ttl_1h_s"] if self.params.ttl == "1h" else rule["ttl_5m_s"]
+        minimum, lookback, ttl_s = self._settings(ts_s)
         n = len(history)
         positions = [p for p in self._positions(n) if history.prefix_tokens(p) >= minimum and
                      (p > 0 or history.base_tokens > 0)]
@@ -93,12 +104,15 @@ class AnthropicCache:
             return CacheResult()
         hit = -1
         hits: list[int] = []
+        bounds = self._bounds
         for p in positions:
             top = history.prefix_blocks(p)
-            for b in sorted((b for b in self._entries if b <= p), reverse=True):
+            for k in range(bisect_right(bounds, p) - 1, -1, -1):
+                b = bounds[k]
                 if top - history.prefix_blocks(b) > lookback:
                     break
-                if self._live(self._entries[b], ts_s):
+                expires = self._entries[b].expires_s
+                if self.ignore_ttl or ts_s is None or expires is None or ts_s <= expires:
                     hits.append(b)
                     hit = max(hit, b)
                     break
@@ -109,11 +123,14 @@ class AnthropicCache:
         last = positions[-1]
         written = history.prefix_tokens(last) - read if last > hit else 0
         for p in positions:
+            if p not in self._entries:
+                insort(bounds, p)
             if p > hit or p not in self._entries:
                 self._entries[p] = _Entry(expiry)
-        if len(self._entries) > MAX_ENTRIES:
-            for b in sorted(self._entries)[1 : len(self._entries) - MAX_ENTRIES + 1]:
+        if len(bounds) > MAX_ENTRIES:  # forget the oldest prefixes but the first (tools + system)
+            for b in bounds[1 : len(bounds) - MAX_ENTRIES + 1]:
                 del self._entries[b]
+            del bounds[1 : len(bounds) - MAX_ENTRIES + 1]
         if self.params.ttl == "1h":
             return CacheResult(read_tokens=read, write_1h_tokens=written)
         return CacheResult(read_tokens=read, write_tokens=written)

@@ -80,10 +80,17 @@ def _kind(value: Any) -> str:
             int: "an integer", float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def _extra(record: Mapping[str, Any], known: Iterable[str]) -> Mapping[str, Any]:
-    skip = set(known) | {"type"}
-    rest = {k: v for k, v in record.items() if k not in skip}
-    return MappingProxyType(rest) if rest else MappingProxyType({})
+_NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
+_SKIP: dict[tuple[str, ...], frozenset[str]] = {}
+
+
+def _extra(record: Mapping[str, Any], known: tuple[str, ...]) -> Mapping[str, Any]:
+    skip = _SKIP.get(known)
+    if skip is None:
+        skip = _SKIP[known] = frozenset(known) | {"type"}
+    if len(record) <= len(skip) and skip.issuperset(record):
+        return _NO_EXTRA
+    return MappingProxyType({k: v for k, v in record.items() if k not in skip})
 
 
 def _usage(check: _Checker, value: Any) -> Usage:

@@ -18,10 +18,8 @@ from ctxsim.model import Trace
 
 # name -> one-line description (shown by `ctxsim synth --help`)
 PROFILES: dict[str, str] = {
-    "coding": "realistic coding-agent session (billing bug hunt): files, tests, tracebacks, "
-    "marker lines, pauses that let a prompt cache go cold",
-    "yoagent": "yoagent's deterministic replay workload (tests/context_cache_test.rs): "
-    "fixed tool mix and output sizes, no timestamps",
+    "coding": "coding-agent session (billing bug): file reads, edits, failing tests, marker lines, long pauses",
+    "yoagent": "yoagent's fixed replay workload (context_cache_test.rs): set tool mix and sizes, no timestamps",
 }
 
 _MODULES = {"coding": "ctxsim.synth.coding", "yoagent": "ctxsim.synth.yoagent"}

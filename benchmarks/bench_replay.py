@@ -1,0 +1,78 @@
+"""Replay cost against the tokenizing floor, and growth with trace length.
+
+Prints ratios measured in this one run (never a gate):
+
+* replay / tokenize-once: `replay --policy none` end to end (read, count, replay, meter, price)
+  divided by reading the same file and counting each distinct text once. Target <= 1.3.
+* 2,400 / 600 turns: replay time ratio for 4x the turns. Linear is 4; target <= 4.6.
+
+Usage: python benchmarks/bench_replay.py [--turns 2400] [--small 600] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from ctxsim.api import replay_trace
+from ctxsim.counting import MessageSizer
+from ctxsim.fileio import atomic_write
+from ctxsim.formats import native, read_trace
+from ctxsim.synth import synthesize
+from ctxsim.tokens import TokenCounter, get_tokenizer
+
+
+def write_trace(folder: Path, turns: int) -> Path:
+    path = folder / f"synth-{turns}.jsonl"
+    with atomic_write(path) as out:
+        native.write(synthesize("coding", turns=turns, seed=0), out)  # type: ignore[arg-type]
+    return path
+
+
+def tokenize_once(path: Path) -> float:
+    start = time.perf_counter()
+    trace = read_trace(str(path))
+    sizer = MessageSizer(TokenCounter(get_tokenizer("o200k_base")))
+    for session in trace.sessions:
+        sizer.prime(session)
+    return time.perf_counter() - start
+
+
+def replay_none(path: Path) -> float:
+    start = time.perf_counter()
+    replay_trace(str(path), ["none"])
+    return time.perf_counter() - start
+
+
+def best(fn, path: Path, repeat: int) -> float:
+    return min(fn(path) for _ in range(repeat))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=2400)
+    parser.add_argument("--small", type=int, default=600)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    get_tokenizer("o200k_base")  # load the ranks outside the timings
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        big = write_trace(folder, args.turns)
+        small = write_trace(folder, args.small)
+        tok_big = best(tokenize_once, big, args.repeat)
+        rep_big = best(replay_none, big, args.repeat)
+        rep_small = best(replay_none, small, args.repeat)
+        print(f"trace: {args.turns} turns, {big.stat().st_size / 1e6:.2f} MB; {args.small} turns, "
+              f"{small.stat().st_size / 1e6:.2f} MB (best of {args.repeat})")
+        print(f"read + tokenize each distinct text once ({args.turns} turns): {tok_big:.3f} s")
+        print(f"replay --policy none ({args.turns} turns):                   {rep_big:.3f} s")
+        print(f"replay --policy none ({args.small} turns):                    {rep_small:.3f} s")
+        print(f"ratio replay / tokenize-once: {rep_big / tok_big:.2f}  (target <= 1.3)")
+        print(f"ratio {args.turns} / {args.small} turns: {rep_big / rep_small:.2f}  (linear = "
+              f"{args.turns / args.small:.1f}, target <= 4.6)")
+
+
+if __name__ == "__main__":
+    main()
