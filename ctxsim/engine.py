@@ -17,7 +17,7 @@ from typing import Any
 
 from ctxsim.caching import CacheModel, CacheResult, CacheSpec, cache_spec
 from ctxsim.counting import Framing, MessageSizer, blocks
-from ctxsim.history import History
+from ctxsim.history import History, SideCall
 from ctxsim.meter import EventRecord, Row, Totals
 from ctxsim.model import Message, Session, Trace, parse_ts
 from ctxsim.policies import Context, Policy, effective
@@ -82,6 +82,13 @@ class PolicyRun:
 
 
 @dataclass
+class _RunState:
+    rows: list[Row] = field(default_factory=list)
+    events: list[EventRecord] = field(default_factory=list)
+    requests: int = 0
+
+
+@dataclass
 class _Ts:
     """Parse each distinct timestamp string once."""
 
@@ -109,16 +116,18 @@ class Replayer:
             sizer.prime(session)
 
     def run(self, policy: Policy, progress: Callable[[int], None] | None = None) -> PolicyRun:
-        rows: list[Row] = []
-        events: list[EventRecord] = []
+        state = _RunState()
         for session in self.trace.sessions:
-            self._session(session, policy, rows, events, progress)
-        totals = Totals.of(rows, len(events), self.resolved.window, self.setup.output_reserve)
-        return PolicyRun(effective(policy), rows, events, totals)
+            self._session(session, policy, state, progress)
+        totals = Totals.of(state.rows, len(state.events), self.resolved.window, self.setup.output_reserve)
+        return PolicyRun(effective(policy), state.rows, state.events, totals)
 
-    def _session(self, session: Session, policy: Policy, rows: list[Row], events: list[EventRecord],
+    def _session(self, session: Session, policy: Policy, state: _RunState,
                  progress: Callable[[int], None] | None) -> None:
         sizer = self.sizer
+        rows, events = state.rows, state.events
+        stages: tuple[Policy, ...] = tuple(getattr(policy, "stages", None) or (policy,))
+        appenders = [s for s in stages if hasattr(s, "on_append")]
         base = sizer.tools(session) + sizer.system(session)
         history = History(base, sizer.message, blocks)
         spec = self.resolved.cache
@@ -136,20 +145,34 @@ class Replayer:
             if message.role != "assistant":
                 pinned = message.role == "system" or bool(message.extra.get("pinned")) or (
                     message.role == "tool" and message.name in pin)
-                history.append(history.item(message, origin, pinned=pinned))
+                item = history.item(message, origin, pinned=pinned)
+                if appenders and not pinned:
+                    ctx = Context(history, state.requests + 1, window, sizer.message, last_ts)
+                    for stage in appenders:
+                        change = stage.on_append(ctx, item.message)  # type: ignore[attr-defined]
+                        if change is not None:
+                            new = history.item(change.message, origin)
+                            events.append(EventRecord(state.requests + 1, session.id, stage.name, change.kind,
+                                                      change.note, 1, item.tokens, new.tokens))
+                            item = new
+                history.append(item)
                 last_ts = self._ts(message.ts) if message.ts else last_ts
                 continue
             index += 1
+            state.requests += 1
+            number = state.requests
             request_ts = last_ts if last_ts is not None else self._ts(message.ts)
-            number = len(rows) + 1
-            ctx = Context(history, number, window, sizer.message, request_ts)
-            for edit in policy.decide(ctx):
-                applied = history.apply(edit, policy.name)
-                cache.edited(applied.first_index)
-                warm.edited(applied.first_index)
-                valid = min(valid, applied.first_index)
-                events.append(EventRecord(number, session.id, policy.name, applied.kind, applied.note,
-                                          applied.messages, applied.tokens_before, applied.tokens_after))
+            for stage in stages:
+                ctx = Context(history, number, window, sizer.message, request_ts)
+                for edit in stage.decide(ctx):
+                    applied = history.apply(edit, stage.name)
+                    cache.edited(applied.first_index)
+                    warm.edited(applied.first_index)
+                    valid = min(valid, applied.first_index)
+                    events.append(EventRecord(number, session.id, stage.name, applied.kind, applied.note,
+                                              applied.messages, applied.tokens_before, applied.tokens_after))
+                    for call in edit.calls:
+                        rows.append(self._side_row(number, session, call, message.ts, request_ts, window))
             prompt = history.prompt_tokens
             shared = history.prefix_tokens(min(valid, len(history))) if prev_items else 0
             rewrite = prev_items > 0 and valid < prev_items
@@ -169,6 +192,18 @@ class Replayer:
             last_ts = self._ts(message.ts) if message.ts else last_ts
             if progress is not None:
                 progress(1)
+
+    def _side_row(self, number: int, session: Session, call: SideCall, ts: str | None, ts_s: float | None,
+                  window: int) -> Row:
+        """A policy's own model request: read fresh (uncached), priced like any request."""
+        cost = self.pricer.cost(Bill(call.input_tokens, output_tokens=call.output_tokens), ts_s)
+        return Row(
+            request=number, session=session.id, index=0, kind=call.kind, ts=ts, messages=0,
+            input_tokens=call.input_tokens, cache_read_tokens=0, cache_write_tokens=0, cache_write_1h_tokens=0,
+            uncached_tokens=call.input_tokens, output_tokens=call.output_tokens, context_tokens=call.input_tokens,
+            headroom_tokens=window - call.input_tokens, shared_prefix_tokens=0, rewrite=False,
+            warm_cache_read_tokens=0, cost_usd=cost, cost_warm_usd=cost, cost_nocache_usd=cost,
+        )
 
     def _row(self, number: int, session: Session, index: int, message: Message, history: History,
              cache: CacheModel, warm: CacheModel, ts_s: float | None, prompt: int, output: int,

@@ -45,15 +45,35 @@ class Splice:
 
 
 @dataclass(frozen=True, slots=True)
+class SideCall:
+    """A model request a policy makes for itself (e.g. to summarise), metered as its own row."""
+
+    kind: str  # e.g. "summarize"
+    input_tokens: int  # what it read: the summarised text plus instructions
+    output_tokens: int  # what it wrote: the summary
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Edit:
     """One logical operation of a policy, logged as one event.
 
     `splices` index the history as it stood when the policy decided; they
-    must not overlap.
+    must not overlap. `calls` are the model requests the operation needed.
     """
 
     kind: str  # e.g. "clear", "compact", "truncate"
     splices: tuple[Splice, ...]
+    note: str = ""
+    calls: tuple[SideCall, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """A policy's change to a message as it is appended (e.g. truncating a tool output)."""
+
+    message: Message
+    kind: str
     note: str = ""
 
 

@@ -33,6 +33,15 @@ class Context:
 
 
 class Policy(Protocol):
+    """Decides edits before each request.
+
+    Optional extras the engine looks for:
+    - `on_append(ctx, message) -> Rewrite | None`: change a message as it is appended
+      (tool-output truncation on append);
+    - `stages`: a sequence of policies run in order, each seeing the previous ones' edits
+      applied (a pipeline).
+    """
+
     name: str
     params: Any
 

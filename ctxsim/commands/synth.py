@@ -1,0 +1,53 @@
+"""`ctxsim synth`: synthetic sessions in the native format."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ctxsim.cli import app, default_trace, fail, guarded
+
+
+@app.command()
+@guarded
+def synth(
+    turns: Annotated[int, typer.Option(help="Agent turns (model requests) to generate.")] = 60,
+    seed: Annotated[int, typer.Option(help="Random seed; same seed, same bytes.")] = 0,
+    profile: Annotated[str, typer.Option(help="coding (realistic session) or yoagent (yoagent's replay workload).")] = "coding",
+    tool_mix: Annotated[Optional[str], typer.Option(help="coding: tool=weight,... e.g. read_file=3,bash=1.")] = None,
+    output_scale: Annotated[Optional[float], typer.Option(help="coding: scale tool output sizes.")] = None,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write here (default: stdout).")] = None,
+) -> None:
+    """Write a synthetic session in the native format."""
+    from ctxsim.formats import native
+    from ctxsim.synth import synthesize
+
+    options: dict[str, object] = {}
+    if tool_mix:
+        mix: dict[str, float] = {}
+        for part in tool_mix.split(","):
+            name, eq, weight = part.partition("=")
+            try:
+                mix[name.strip()] = float(weight)
+            except ValueError:
+                fail(f"--tool-mix: expected tool=weight, got {part!r}")
+            if not eq:
+                fail(f"--tool-mix: expected tool=weight, got {part!r}")
+        options["tool_mix"] = mix
+    if output_scale is not None:
+        options["output_scale"] = output_scale
+    trace = synthesize(profile, turns=turns, seed=seed, **options)
+    if output is None:
+        native.write(trace, sys.stdout)
+        return
+    from ctxsim.fileio import atomic_write
+
+    with atomic_write(output) as out:
+        native.write(trace, out)  # type: ignore[arg-type]
+    typer.echo(f"wrote {output}: {sum(len(s.messages) for s in trace.sessions):,} messages", err=True)
+
+
