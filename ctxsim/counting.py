@@ -26,6 +26,7 @@ class Framing:
     count_tool_result_name: bool = False  # yoagent counts the tool name of a result
     count_call_name: bool = True
     tool_schema_tokens: int = 8  # each tool definition, beyond its JSON
+    scale: float = 1.0  # calibration: billed tokens per counted token (e.g. Claude's tokenizer vs o200k)
 
 
 def arguments_text(arguments: Any) -> str:
@@ -76,6 +77,8 @@ class MessageSizer:
             n += f.tool_result_tokens
             if f.count_tool_result_name and message.name:
                 n += count(message.name)
+        if f.scale != 1.0:
+            return round(n * f.scale)
         return n
 
     def system(self, session: Session) -> int:

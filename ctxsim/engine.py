@@ -41,6 +41,7 @@ class Setup:
     cache: str | None = None  # cache model spec, e.g. "anthropic:ttl=1h"; None: by provider
     cache_ttl: str | None = None
     pin_tools: tuple[str, ...] = ()
+    hidden_prefix_tokens: int = 0  # calibration: system prompt and tools the log does not show
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ class Replayer:
         rows, events = state.rows, state.events
         stages: tuple[Policy, ...] = tuple(getattr(policy, "stages", None) or (policy,))
         appenders = [s for s in stages if hasattr(s, "on_append")]
-        base = sizer.tools(session) + sizer.system(session)
+        base = sizer.tools(session) + sizer.system(session) + self.setup.hidden_prefix_tokens
         history = History(base, sizer.message, blocks)
         spec = self.resolved.cache
         cache = spec.build(self.resolved.model_id)

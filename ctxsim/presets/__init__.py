@@ -1,0 +1,58 @@
+"""Presets: named set-ups that mirror a real product or a seed document.
+
+One module per preset, registered in that module. A preset fixes a policy
+(one spec, or several run in order as a pipeline) and, where its source says
+so, the replay set-up: tokenizer, framing, cache model, window. `--policy NAME`
+accepts a preset name wherever it accepts a policy; `k=v` after the name
+overrides the preset's own parameters (`ctxkit:trigger=40000` is applied to
+every stage that has that parameter).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxsim.counting import Framing
+from ctxsim.errors import CtxsimError
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    summary: str
+    source: str
+    stages: tuple[str, ...]  # policy specs, run in order (cheapest first)
+    tokenizer: str | None = None
+    framing: Framing | None = None
+    cache: str | None = None  # cache model spec
+    window: int | None = None
+    provider: str | None = None
+    model: str | None = None
+    pin_tools: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    module: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+_REGISTRY: dict[str, Preset] = {}
+_LOADED = False
+
+
+def register(preset: Preset) -> None:
+    if preset.name in _REGISTRY and _REGISTRY[preset.name].module != preset.module:
+        raise CtxsimError(
+            f"preset {preset.name!r} registered twice: by {_REGISTRY[preset.name].module} and by {preset.module}"
+        )
+    _REGISTRY[preset.name] = preset
+
+
+def presets() -> dict[str, Preset]:
+    global _LOADED
+    if not _LOADED:
+        _LOADED = True
+        for module in pkgutil.iter_modules(__path__):
+            importlib.import_module(f"{__name__}.{module.name}")
+    return dict(sorted(_REGISTRY.items()))
