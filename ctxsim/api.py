@@ -2,40 +2,109 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 from ctxsim.counting import Framing, MessageSizer
-from ctxsim.engine import DEFAULT_RESERVE, Replayer, Setup
+from ctxsim.engine import DEFAULT_RESERVE, PolicyRun, Replayer, Setup
+from ctxsim.errors import CtxsimError
 from ctxsim.formats import read_trace
-from ctxsim.policies import parse_policy
+from ctxsim.model import Trace
+from ctxsim.params import as_dict
+from ctxsim.policyspec import Choice, resolve
 from ctxsim.run import RunResult, manifest
-from ctxsim.tokens import TokenCounter, get_tokenizer
+from ctxsim.tokens import DEFAULT, TokenCounter, get_tokenizer, label
+
+DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1", "google": "gemini-2.5-pro",
+                  "deepseek": "deepseek-chat"}
 
 
-def replay_trace(
-    path: str,
-    policy_specs: Sequence[str],
-    *,
-    provider: str | None = None,
-    model: str | None = None,
-    tokenizer: str = "o200k_base",
-    cache: str | None = None,
-    cache_ttl: str | None = None,
-    window: int | None = None,
-    reserve: int = DEFAULT_RESERVE,
-    fmt: str | None = None,
-    framing: Framing | None = None,
-) -> RunResult:
+@dataclass(frozen=True)
+class Options:
+    """What the command line fixes for every run; None leaves it to the preset, then the trace."""
+
+    provider: str | None = None
+    model: str | None = None
+    tokenizer: str | None = None
+    cache: str | None = None
+    cache_ttl: str | None = None
+    window: int | None = None
+    reserve: int = DEFAULT_RESERVE
+    framing: Framing | None = None
+    hidden_prefix_tokens: int = 0
+
+
+def _setup_for(choice: Choice, options: Options) -> tuple[str, Framing | None, Setup]:
+    preset = choice.preset
+    tokenizer = options.tokenizer or (preset.tokenizer if preset else None) or DEFAULT
+    framing = options.framing or (preset.framing if preset else None)
+    setup = Setup(
+        provider=options.provider or (preset.provider if preset else None),
+        model=options.model or (preset.model if preset else None),
+        window=options.window or (preset.window if preset else None),
+        output_reserve=options.reserve,
+        cache=options.cache or (preset.cache if preset else None),
+        cache_ttl=options.cache_ttl,
+        pin_tools=preset.pin_tools if preset else (),
+        hidden_prefix_tokens=options.hidden_prefix_tokens,
+    )
+    return tokenizer, framing, setup
+
+
+def replay_choices(trace: Trace, path: str, choices: Sequence[Choice], options: Options,
+                   providers: Sequence[str] = (),
+                   progress: Callable[[int], None] | None = None) -> RunResult:
+    """Replay `trace` under every choice (x provider); one token memo per tokenizer."""
+    counters: dict[str, TokenCounter] = {}
+    replayers: dict[tuple, Replayer] = {}
+    runs: list[PolicyRun] = []
+    first: Replayer | None = None
+    targets: list[tuple[str | None, str | None]] = [(None, None)]
+    if providers:
+        targets = []
+        for entry in providers:
+            name, _, model = entry.partition(":")
+            if not model and name not in DEFAULT_MODELS and not options.model:
+                raise CtxsimError(f"--providers: no default model for {name!r}; write {name}:MODEL")
+            targets.append((name, model or options.model or DEFAULT_MODELS.get(name)))
+    for provider, model in targets:
+        for choice in choices:
+            tokenizer, framing, setup = _setup_for(choice, options)
+            if provider is not None:
+                setup = replace(setup, provider=provider, model=model, cache=options.cache)
+            key = (tokenizer, framing, setup)
+            replayer = replayers.get(key)
+            if replayer is None:
+                counter = counters.get(tokenizer)
+                if counter is None:
+                    counter = counters[tokenizer] = TokenCounter(get_tokenizer(tokenizer))
+                replayer = replayers[key] = Replayer(trace, MessageSizer(counter, framing), setup)
+            first = first or replayer
+            run = replayer.run(choice.policy, progress)
+            run.policy["label"] = choice.label if provider is None else f"{choice.label} @ {provider}"
+            if choice.preset is not None:
+                run.policy["preset"] = choice.preset.name
+            r = replayer.resolved
+            run.policy["setup"] = {
+                "provider": r.provider, "model": r.model_id, "window": r.window,
+                "tokenizer": label(replayer.sizer.counter.tokenizer),
+                "cache_model": {"name": r.cache.name, "params": as_dict(r.cache.params)},
+                "framing": as_dict(replayer.sizer.framing),
+            }
+            runs.append(run)
+    assert first is not None
+    result = RunResult(manifest(first, path), runs)
+    result.manifest["price_notes"] = sorted({n for rp in replayers.values() for n in rp.pricer.notes})
+    return result
+
+
+def replay_trace(path: str, policy_specs: Sequence[str], *, fmt: str | None = None,
+                 providers: Sequence[str] = (), options: Options | None = None,
+                 progress: Callable[[int], None] | None = None, **kwargs: object) -> RunResult:
     """Read `path`, replay it under every policy spec, return the run artefact."""
-    policies = [parse_policy(spec) for spec in policy_specs]  # bad specs fail before any work
+    opts = options or Options(**kwargs)  # type: ignore[arg-type]
+    choices = resolve(policy_specs)  # bad specs fail before any work
+    if not choices:
+        raise CtxsimError("no policies to replay")
     trace = read_trace(path, fmt)
-    sizer = MessageSizer(TokenCounter(get_tokenizer(tokenizer)), framing)
-    setup = Setup(provider=provider, model=model, window=window, output_reserve=reserve, cache=cache,
-                  cache_ttl=cache_ttl)
-    replayer = Replayer(trace, sizer, setup)
-    runs = []
-    for spec, policy in zip(policy_specs, policies, strict=True):
-        run = replayer.run(policy)
-        run.policy["label"] = spec
-        runs.append(run)
-    return RunResult(manifest(replayer, path), runs)
+    return replay_choices(trace, path, choices, opts, providers, progress)

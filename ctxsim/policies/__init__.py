@@ -96,7 +96,11 @@ def parse_policy(spec: str) -> Policy:
 
 
 def effective(policy: Policy) -> dict[str, Any]:
-    return {"name": policy.name, "params": as_dict(policy.params)}
+    stages = getattr(policy, "stages", None)
+    out: dict[str, Any] = {"name": policy.name, "params": as_dict(policy.params)}
+    if stages:
+        out["stages"] = [effective(s) for s in stages]
+    return out
 
 
 def tool_result_items(history: History) -> list[tuple[int, Item]]:

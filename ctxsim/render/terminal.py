@@ -13,7 +13,6 @@ from typing import TextIO
 from rich.console import Console
 from rich.table import Table
 
-from ctxsim.engine import PolicyRun
 from ctxsim.meter import Totals
 from ctxsim.run import RunResult
 
@@ -42,10 +41,25 @@ def _first(value: int | None) -> str:
     return "never" if value is None else f"request {value:,}"
 
 
-def name_of(run: PolicyRun) -> str:
-    params = run.policy.get("params") or {}
-    label = run.policy.get("label")
-    return label or run.policy["name"] + ("" if not params else "")
+MAX_LABEL = 22
+
+
+def column_names(result: RunResult) -> tuple[list[str], list[str]]:
+    """Short unique column names, and legend lines for the ones that had to be shortened."""
+    names: list[str] = []
+    legend: list[str] = []
+    for i, run in enumerate(result.runs, start=1):
+        label = run.policy.get("label") or run.policy["name"]
+        if len(label) <= MAX_LABEL and label not in names:
+            names.append(label)
+        else:
+            short = f"{run.policy.get('preset') or run.policy['name']} #{i}"
+            names.append(short)
+            legend.append(f"{short} = {label}")
+    return names, legend
+
+
+MAX_EVENTS = 25
 
 
 def summary(result: RunResult) -> TableData:
@@ -72,7 +86,7 @@ def summary(result: RunResult) -> TableData:
         ("policy events", lambda t: f"{t.events:,}"),
     ]
     rows = [[label] + [fmt(run.totals) for run in runs] for label, fmt in metrics]
-    return TableData("summary", [""] + [name_of(r) for r in runs], rows)
+    return TableData("summary", [""] + column_names(result)[0], rows)
 
 
 def context_rows(result: RunResult, every: int) -> TableData:
@@ -88,7 +102,7 @@ def context_rows(result: RunResult, every: int) -> TableData:
             row = table.get(number)
             cells.append(f"{row.context_tokens:,}" if row else "")
         rows.append(cells)
-    return TableData(f"context per request (every {every})", ["request"] + [name_of(r) for r in result.runs], rows)
+    return TableData(f"context per request (every {every})", ["request"] + column_names(result)[0], rows)
 
 
 def auto_every(requests: int, lines: int = 15) -> int:
@@ -128,8 +142,14 @@ def emit(result: RunResult, out: TextIO, every: int | None, terminal: bool) -> N
     requests = result.runs[0].totals.requests if result.runs else 0
     if requests:
         tables.append(context_rows(result, every or auto_every(requests)))
-    events = [f"  {run.policy['name']}: {e.text()}" for run in result.runs for e in run.events]
-    notes = [m["assumption"], *m.get("price_notes", [])]
+    names, legend = column_names(result)
+    events = []
+    for name, run in zip(names, result.runs, strict=True):
+        shown = run.events if len(run.events) <= MAX_EVENTS else run.events[:MAX_EVENTS]
+        events += [f"  {name}: {e.text()}" for e in shown]
+        if len(run.events) > len(shown):
+            events.append(f"  {name}: ... and {len(run.events) - len(shown):,} more (all in -o run.json)")
+    notes = [*legend, m["assumption"], *m.get("price_notes", [])]
     if terminal:
         console = Console(file=out, force_terminal=True, width=max(100, Console(file=out).width))
         console.print(head, style="dim", highlight=False)

@@ -1,0 +1,41 @@
+"""Options shared by the commands that replay (`replay`, `compare`): one definition each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ctxsim.api import Options
+from ctxsim.cli import fail
+
+TraceArg = Annotated[Optional[str], typer.Argument(help="Trace file; default: the shipped sample trace.")]
+ProviderOpt = Annotated[Optional[str], typer.Option(help="Provider to price as (default: the trace's).")]
+ModelOpt = Annotated[Optional[str], typer.Option(help="Model to price as (default: the trace's).")]
+TokenizerOpt = Annotated[Optional[str], typer.Option(
+    help="o200k_base (exact, default), cl100k_base (exact), chars4, bytes4 (estimates).")]
+CacheOpt = Annotated[Optional[str], typer.Option(help="Cache model NAME[:k=v]: anthropic, openai, prefix, none.")]
+CacheTtlOpt = Annotated[Optional[str], typer.Option("--cache-ttl", help="Anthropic cache TTL: 5m or 1h.")]
+WindowOpt = Annotated[Optional[int], typer.Option(help="Context window in tokens (default: trace, then model).")]
+ReserveOpt = Annotated[int, typer.Option(help="Output reserve in tokens, for the overflow line.")]
+FormatOpt = Annotated[Optional[str], typer.Option("--format", help="Trace format (default: detected).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print totals as JSON for machines.")]
+OutputOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="Where to write the results.")]
+
+
+def options(provider: str | None, model: str | None, tokenizer: str | None, cache: str | None,
+            cache_ttl: str | None, window: int | None, reserve: int) -> Options:
+    if cache_ttl is not None and cache_ttl not in ("5m", "1h"):
+        fail(f"--cache-ttl must be 5m or 1h, got {cache_ttl!r}")
+    if window is not None and window <= 0:
+        fail("--window must be positive")
+    if reserve < 0:
+        fail("--reserve must not be negative")
+    return Options(provider=provider, model=model, tokenizer=tokenizer, cache=cache, cache_ttl=cache_ttl,
+                   window=window, reserve=reserve)
+
+
+def totals_json(result) -> dict:  # type: ignore[no-untyped-def]
+    return {"manifest": result.manifest,
+            "runs": [{"policy": r.policy, "totals": r.totals.to_json()} for r in result.runs]}

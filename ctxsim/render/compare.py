@@ -1,0 +1,65 @@
+"""The `compare` table: one row per policy (x provider), relative to `none`."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from ctxsim.meter import Totals
+from ctxsim.render.terminal import TableData, column_names, money, pct
+from ctxsim.run import RunResult
+
+OVERFLOW = "window-reserve"
+
+
+def overflows(t: Totals) -> bool:
+    return t.first_over.get(OVERFLOW) is not None
+
+
+def cheapest(result: RunResult) -> int | None:
+    """Index of the cheapest run (real-gap cost) that never passes the window minus the reserve."""
+    best = None
+    for i, run in enumerate(result.runs):
+        if overflows(run.totals):
+            continue
+        if best is None or run.totals.cost_usd < result.runs[best].totals.cost_usd:
+            best = i
+    return best
+
+
+def baseline(result: RunResult, i: int) -> Totals | None:
+    """The `none` run with the same provider as run i."""
+    provider = result.runs[i].policy.get("setup", {}).get("provider")
+    for run in result.runs:
+        if run.policy["name"] == "none" and run.policy.get("setup", {}).get("provider") == provider:
+            return run.totals
+    return None
+
+
+def change(new: Decimal | int, old: Decimal | int) -> str:
+    if not old:
+        return "n/a"
+    value = (Decimal(new) - Decimal(old)) / Decimal(old) * 100
+    return f"{value:+.1f}%"
+
+
+def compare_table(result: RunResult) -> TableData:
+    names, _ = column_names(result)
+    best = cheapest(result)
+    headers = ["policy", "requests", "input tokens", "peak", "p95", "fresh prefill", "hit rate", "rewrites",
+               "cost no cache", "cost cached", "cost real gaps", "vs none", "summarizer", "first overflow",
+               "events"]
+    rows = []
+    for i, (name, run) in enumerate(zip(names, result.runs, strict=True)):
+        t = run.totals
+        base = baseline(result, i)
+        first = t.first_over.get(OVERFLOW)
+        rows.append([
+            name + (" *" if i == best else ""),
+            f"{t.requests:,}", f"{t.input_tokens:,}", f"{t.peak_context_tokens:,}", f"{t.p95_context_tokens:,}",
+            f"{t.fresh_prefill_tokens:,}", pct(t.hit_rate), f"{t.rewrites:,}",
+            money(t.cost_nocache_usd), money(t.cost_warm_usd), money(t.cost_usd),
+            change(t.cost_usd, base.cost_usd) if base is not None else "n/a",
+            money(t.summarize_cost_usd), "never" if first is None else f"request {first:,}", f"{t.events:,}",
+        ])
+    return TableData("policies compared (* = cheapest that never overflows; costs per the trace's timing)",
+                     headers, rows)
