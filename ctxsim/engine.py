@@ -133,7 +133,6 @@ class Replayer:
         history = History(base, sizer.message, blocks)
         spec = self.resolved.cache
         cache = spec.build(self.resolved.model_id)
-        warm = spec.build(self.resolved.model_id, ignore_ttl=True)
         window = self.resolved.window
         reserve = self.setup.output_reserve
         pin = set(self.setup.pin_tools)
@@ -168,7 +167,6 @@ class Replayer:
                 for edit in stage.decide(ctx):
                     applied = history.apply(edit, stage.name)
                     cache.edited(applied.first_index)
-                    warm.edited(applied.first_index)
                     valid = min(valid, applied.first_index)
                     events.append(EventRecord(number, session.id, stage.name, applied.kind, applied.note,
                                               applied.messages, applied.tokens_before, applied.tokens_after))
@@ -179,7 +177,7 @@ class Replayer:
             rewrite = prev_items > 0 and valid < prev_items
             size = sizer.message(message)
             output = message.usage.output_tokens if message.usage and message.usage.output_tokens else size
-            rows.append(self._row(number, session, index, message, history, cache, warm, request_ts,
+            rows.append(self._row(number, session, index, message, history, cache, request_ts,
                                   prompt, output, shared, rewrite, window))
             for limit, label in ((window - reserve, "the window minus the output reserve"), (window, "the window")):
                 if prompt > limit and limit not in crossed:
@@ -207,14 +205,12 @@ class Replayer:
         )
 
     def _row(self, number: int, session: Session, index: int, message: Message, history: History,
-             cache: CacheModel, warm: CacheModel, ts_s: float | None, prompt: int, output: int,
+             cache: CacheModel, ts_s: float | None, prompt: int, output: int,
              shared: int, rewrite: bool, window: int) -> Row:
-        real: CacheResult = cache.request(history, ts_s)
-        warm_result: CacheResult = warm.request(history, ts_s)
-        price = self.pricer.cost
-        cost = price(_bill(prompt, real, output), ts_s)
-        cost_warm = price(_bill(prompt, warm_result, output), ts_s)
-        cost_plain = price(Bill(prompt, output_tokens=output), ts_s)
+        answer = cache.request(history, ts_s)
+        real, warm = answer if isinstance(answer, tuple) else (answer, answer)
+        cost, cost_warm, cost_plain = self.pricer.costs(_bill(prompt, real, output), _bill(prompt, warm, output),
+                                                        ts_s)
         usage = message.usage
         return Row(
             request=number, session=session.id, index=index, kind="request", ts=message.ts,
@@ -223,7 +219,7 @@ class Replayer:
             cache_write_1h_tokens=real.write_1h_tokens,
             uncached_tokens=prompt - real.read_tokens - real.write_tokens - real.write_1h_tokens,
             output_tokens=output, context_tokens=prompt, headroom_tokens=window - prompt,
-            shared_prefix_tokens=shared, rewrite=rewrite, warm_cache_read_tokens=warm_result.read_tokens,
+            shared_prefix_tokens=shared, rewrite=rewrite, warm_cache_read_tokens=warm.read_tokens,
             cost_usd=cost, cost_warm_usd=cost_warm, cost_nocache_usd=cost_plain,
             recorded_input_tokens=usage.input_tokens if usage else None,
             recorded_cache_read_tokens=usage.cache_read_tokens if usage else None,

@@ -88,15 +88,24 @@ class Pricer:
             self._prices_memo[key] = prices
         return prices
 
+    def costs(self, real: Bill, warm: Bill, ts_s: float | None) -> tuple[Decimal, Decimal, Decimal]:
+        """One request three ways: as metered, with a warm cache, and with no cache at all."""
+        card = self._card(self._prices(ts_s), real.input_tokens)
+        plain = (real.input_tokens * card[0] + real.output_tokens * card[4]) / MTOK
+        first = self._bill_cost(real, card)
+        return first, (first if warm == real else self._bill_cost(warm, card)), plain
+
     def cost(self, bill: Bill, ts_s: float | None) -> Decimal:
         """Price one request: genai-prices' rates for this model at `ts_s`, tier chosen by this prompt.
 
         Equal to genai-prices' own `calc_price` for these usage keys (a test checks it); read off
         the price data directly because calc_price costs about 0.3 ms a call.
         """
-        prompt = bill.input_tokens
-        base, read_rate, write_rate, hour_rate, out_rate = self._card(self._prices(ts_s), prompt)
-        uncached = prompt
+        return self._bill_cost(bill, self._card(self._prices(ts_s), bill.input_tokens))
+
+    def _bill_cost(self, bill: Bill, card: tuple) -> Decimal:
+        base, read_rate, write_rate, hour_rate, out_rate = card
+        uncached = bill.input_tokens
         total = Decimal(0)
         if bill.cache_read_tokens and read_rate is not None:
             total += bill.cache_read_tokens * read_rate

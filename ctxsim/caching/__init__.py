@@ -31,11 +31,20 @@ class CacheResult:
     write_1h_tokens: int = 0
 
 
+NOTHING = CacheResult()
+
+
 class CacheModel(Protocol):
+    """Answers, per request, what was read from and written to the cache.
+
+    `request` returns either one CacheResult (a model without expiry: the warm answer is the
+    same) or a pair (with the trace's real gaps, with a cache that never goes cold).
+    """
+
     name: str
     params: Any
 
-    def request(self, history: History, ts_s: float | None) -> CacheResult: ...
+    def request(self, history: History, ts_s: float | None) -> CacheResult | tuple[CacheResult, CacheResult]: ...
 
     def edited(self, boundary: int) -> None:
         """The history changed from item `boundary` on; prefixes before it are intact."""
@@ -45,8 +54,8 @@ class CacheModel(Protocol):
 class CacheInfo:
     name: str
     params: type
-    # factory(params, model id, ignore_ttl) -> a fresh cache model for one session
-    factory: Callable[[Any, str | None, bool], CacheModel]
+    # factory(params, model id) -> a fresh cache model for one session
+    factory: Callable[[Any, str | None], CacheModel]
     source: str
     module: str
 
@@ -85,8 +94,8 @@ class CacheSpec:
     def name(self) -> str:
         return self.info.name
 
-    def build(self, model: str | None, ignore_ttl: bool = False) -> CacheModel:
-        return self.info.factory(self.params, model, ignore_ttl)
+    def build(self, model: str | None) -> CacheModel:
+        return self.info.factory(self.params, model)
 
 
 def cache_spec(spec: str) -> CacheSpec:

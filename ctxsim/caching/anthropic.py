@@ -16,7 +16,7 @@ from bisect import bisect_right, insort
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ctxsim.caching import CacheInfo, CacheResult, model_rules, register
+from ctxsim.caching import NOTHING, CacheInfo, CacheResult, model_rules, register
 from ctxsim.errors import ParameterError
 from ctxsim.history import History
 from ctxsim.params import field_doc
@@ -50,10 +50,9 @@ class _Entry:
 class AnthropicCache:
     name = "anthropic"
 
-    def __init__(self, params: AnthropicParams, model: str | None, ignore_ttl: bool) -> None:
+    def __init__(self, params: AnthropicParams, model: str | None) -> None:
         self.params = params
         self.model = model
-        self.ignore_ttl = ignore_ttl
         self._entries: dict[int, _Entry] = {}  # boundary (items covered) -> entry
         self._bounds: list[int] = []  # the entries' boundaries, sorted
         self._rules: dict | None = None
@@ -95,51 +94,63 @@ class AnthropicCache:
             )
         return self._resolved
 
-    def request(self, history: History, ts_s: float | None) -> CacheResult:
+    def request(self, history: History, ts_s: float | None) -> tuple[CacheResult, CacheResult]:
+        """(with the trace's timing, with a cache that never expires): one walk for both."""
         minimum, lookback, ttl_s = self._settings(ts_s)
         n = len(history)
         positions = [p for p in self._positions(n) if history.prefix_tokens(p) >= minimum and
                      (p > 0 or history.base_tokens > 0)]
         if not positions:
-            return CacheResult()
-        hit = -1
+            return NOTHING, NOTHING
+        hit = warm_hit = -1
         hits: list[int] = []
         bounds = self._bounds
+        entries = self._entries
         for p in positions:
             top = history.prefix_blocks(p)
+            warm_found = False
             for k in range(bisect_right(bounds, p) - 1, -1, -1):
                 b = bounds[k]
                 if top - history.prefix_blocks(b) > lookback:
                     break
-                expires = self._entries[b].expires_s
-                if self.ignore_ttl or ts_s is None or expires is None or ts_s <= expires:
+                if not warm_found:
+                    warm_found = True
+                    warm_hit = max(warm_hit, b)
+                expires = entries[b].expires_s
+                if ts_s is None or expires is None or ts_s <= expires:
                     hits.append(b)
                     hit = max(hit, b)
                     break
         expiry = None if ts_s is None else ts_s + ttl_s
         for b in hits:  # a read refreshes the TTL
-            self._entries[b].expires_s = expiry
-        read = history.prefix_tokens(hit) if hit >= 0 else 0
+            entries[b].expires_s = expiry
         last = positions[-1]
-        written = history.prefix_tokens(last) - read if last > hit else 0
+        last_tokens = history.prefix_tokens(last)
+        results = []
+        for found in (hit, warm_hit):
+            read = history.prefix_tokens(found) if found >= 0 else 0
+            written = last_tokens - read if last > found else 0
+            if self.params.ttl == "1h":
+                results.append(CacheResult(read_tokens=read, write_1h_tokens=written))
+            else:
+                results.append(CacheResult(read_tokens=read, write_tokens=written))
         for p in positions:
-            if p not in self._entries:
+            if p not in entries:
                 insort(bounds, p)
-            if p > hit or p not in self._entries:
-                self._entries[p] = _Entry(expiry)
+                entries[p] = _Entry(expiry)
+            elif p > hit:
+                entries[p].expires_s = expiry
         if len(bounds) > MAX_ENTRIES:  # forget the oldest prefixes but the first (tools + system)
             for b in bounds[1 : len(bounds) - MAX_ENTRIES + 1]:
-                del self._entries[b]
+                del entries[b]
             del bounds[1 : len(bounds) - MAX_ENTRIES + 1]
-        if self.params.ttl == "1h":
-            return CacheResult(read_tokens=read, write_1h_tokens=written)
-        return CacheResult(read_tokens=read, write_tokens=written)
+        return results[0], results[1]
 
 
-def _factory(params: AnthropicParams, model: str | None, ignore_ttl: bool) -> AnthropicCache:
+def _factory(params: AnthropicParams, model: str | None) -> AnthropicCache:
     if params.lookback_blocks is not None and params.lookback_blocks < 0:
         raise ParameterError("cache model anthropic: lookback_blocks must not be negative")
-    return AnthropicCache(params, model, ignore_ttl)
+    return AnthropicCache(params, model)
 
 
 register(CacheInfo("anthropic", AnthropicParams, _factory,

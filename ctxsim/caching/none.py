@@ -16,7 +16,7 @@ class NoCacheParams:
 class NoCache:
     name = "none"
 
-    def __init__(self, params: NoCacheParams, model: str | None, ignore_ttl: bool) -> None:
+    def __init__(self, params: NoCacheParams, model: str | None) -> None:
         self.params = params
 
     def request(self, history: History, ts_s: float | None) -> CacheResult:

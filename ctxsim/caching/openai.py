@@ -38,10 +38,9 @@ class _Entry:
 class OpenAICache:
     name = "openai"
 
-    def __init__(self, params: OpenAIParams, model: str | None, ignore_ttl: bool) -> None:
+    def __init__(self, params: OpenAIParams, model: str | None) -> None:
         self.params = params
         self.model = model
-        self.ignore_ttl = ignore_ttl
         self._entries: list[_Entry] = []
         self._rules: dict | None = None
 
@@ -56,34 +55,42 @@ class OpenAICache:
                 entry.boundary = boundary
 
     def _live(self, entry: _Entry, ts_s: float | None, rule: dict) -> bool:
-        if self.ignore_ttl or ts_s is None or entry.used_s is None or entry.created_s is None:
+        if ts_s is None or entry.used_s is None or entry.created_s is None:
             return True
         if self.params.retention == "24h":
             return ts_s - entry.created_s <= rule["extended_s"]
         return ts_s - entry.used_s <= rule["idle_s"] and ts_s - entry.created_s <= rule["max_s"]
 
-    def request(self, history: History, ts_s: float | None) -> CacheResult:
+    def request(self, history: History, ts_s: float | None) -> tuple[CacheResult, CacheResult]:
+        """(with the trace's timing, with a cache that never expires)."""
         rule = self._rule(ts_s)
         minimum = self.params.min_tokens if self.params.min_tokens is not None else rule["min_tokens"]
         step = self.params.step_tokens if self.params.step_tokens is not None else rule["step_tokens"]
-        self._entries = [e for e in self._entries if self._live(e, ts_s, rule)]
-        best: _Entry | None = None
+        best: _Entry | None = None  # longest live prefix
+        best_warm: _Entry | None = None  # longest prefix, expired or not
         for entry in self._entries:
-            if best is None or entry.boundary > best.boundary:
+            if best_warm is None or entry.boundary > best_warm.boundary:
+                best_warm = entry
+            if (best is None or entry.boundary > best.boundary) and self._live(entry, ts_s, rule):
                 best = entry
         prompt = history.prompt_tokens
-        read = 0
-        if best is not None and prompt >= minimum:
-            shared = history.prefix_tokens(min(best.boundary, len(history)))
-            if shared >= minimum:
-                read = minimum + (shared - minimum) // step * step
+        n = len(history)
+        results = []
+        for chosen in (best, best_warm):
+            read = 0
+            if chosen is not None and prompt >= minimum:
+                shared = history.prefix_tokens(min(chosen.boundary, n))
+                if shared >= minimum:
+                    read = minimum + (shared - minimum) // step * step
+            write = prompt - read if rule["writes"] and prompt >= minimum else 0
+            results.append(CacheResult(read_tokens=read, write_tokens=write))
+        if best is not None:
             best.used_s = ts_s
-        write = prompt - read if rule["writes"] and prompt >= minimum else 0
-        self._entries.append(_Entry(len(history), ts_s, ts_s))
+        self._entries.append(_Entry(n, ts_s, ts_s))
         if len(self._entries) > MAX_ENTRIES:
             self._entries.sort(key=lambda e: e.boundary)
             del self._entries[0]
-        return CacheResult(read_tokens=read, write_tokens=write)
+        return results[0], results[1]
 
 
 register(CacheInfo("openai", OpenAIParams, OpenAICache,

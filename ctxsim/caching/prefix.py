@@ -24,7 +24,7 @@ class PrefixParams:
 class PrefixCache:
     name = "prefix"
 
-    def __init__(self, params: PrefixParams, model: str | None, ignore_ttl: bool) -> None:
+    def __init__(self, params: PrefixParams, model: str | None) -> None:
         self.params = params
         self._valid: int | None = None  # items of the previous request still unchanged
 
