@@ -9,6 +9,8 @@ import typer
 
 from ctxsim.api import Options
 from ctxsim.cli import fail
+from ctxsim.counting import Framing
+from ctxsim.params import build_params, split_spec
 
 TraceArg = Annotated[Optional[str], typer.Argument(help="Trace file; default: the shipped sample trace.")]
 ProviderOpt = Annotated[Optional[str], typer.Option(help="Provider to price as (default: the trace's).")]
@@ -20,20 +22,26 @@ CacheTtlOpt = Annotated[Optional[str], typer.Option("--cache-ttl", help="Anthrop
 WindowOpt = Annotated[Optional[int], typer.Option(help="Context window in tokens (default: trace, then model).")]
 ReserveOpt = Annotated[int, typer.Option(help="Output reserve in tokens, for the overflow line.")]
 FormatOpt = Annotated[Optional[str], typer.Option("--format", help="Trace format (default: detected).")]
+FramingOpt = Annotated[Optional[str], typer.Option(
+    help="Framing tokens k=v,...: message_tokens (4), tool_call_tokens (4), tool_result_tokens (0), "
+         "tool_schema_tokens (8).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print totals as JSON for machines.")]
 OutputOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="Where to write the results.")]
 
 
 def options(provider: str | None, model: str | None, tokenizer: str | None, cache: str | None,
-            cache_ttl: str | None, window: int | None, reserve: int) -> Options:
+            cache_ttl: str | None, window: int | None, reserve: int, framing: str | None = None) -> Options:
     if cache_ttl is not None and cache_ttl not in ("5m", "1h"):
         fail(f"--cache-ttl must be 5m or 1h, got {cache_ttl!r}")
     if window is not None and window <= 0:
         fail("--window must be positive")
     if reserve < 0:
         fail("--reserve must not be negative")
+    frame = None
+    if framing:
+        frame = build_params(Framing, split_spec("framing:" + framing)[1], "--framing")
     return Options(provider=provider, model=model, tokenizer=tokenizer, cache=cache, cache_ttl=cache_ttl,
-                   window=window, reserve=reserve)
+                   window=window, reserve=reserve, framing=frame)
 
 
 def totals_json(result) -> dict:  # type: ignore[no-untyped-def]

@@ -10,7 +10,7 @@ import typer
 
 from ctxsim.cli import app, default_trace, fail, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, FormatOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt, ReserveOpt, TokenizerOpt,
+    CacheOpt, CacheTtlOpt, FormatOpt, FramingOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt, ReserveOpt, TokenizerOpt,
     TraceArg, WindowOpt, options, totals_json,
 )
 
@@ -29,6 +29,7 @@ def replay(
     cache_ttl: CacheTtlOpt = None,
     window: WindowOpt = None,
     reserve: ReserveOpt = 20_000,
+    framing: FramingOpt = None,
     every: Annotated[Optional[int], typer.Option(help="Show every k-th request in the context table.")] = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
@@ -40,7 +41,7 @@ def replay(
 
     if every is not None and every <= 0:
         fail("--every must be positive")
-    opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve)
+    opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing)
     result = replay_trace(trace or default_trace(), policy or ["none"], fmt=fmt, options=opts)
     if output is not None:
         result.save(output)

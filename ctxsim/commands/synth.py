@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from ctxsim.cli import app, default_trace, fail, guarded
+from ctxsim.cli import app, fail, guarded
 
 
 @app.command()
@@ -20,6 +19,8 @@ def synth(
     profile: Annotated[str, typer.Option(help="coding (realistic session) or yoagent (yoagent's replay workload).")] = "coding",
     tool_mix: Annotated[Optional[str], typer.Option(help="coding: tool=weight,... e.g. read_file=3,bash=1.")] = None,
     output_scale: Annotated[Optional[float], typer.Option(help="coding: scale tool output sizes.")] = None,
+    aside_rate: Annotated[Optional[float], typer.Option(help="coding: chance per turn of a user aside.")] = None,
+    pause_rate: Annotated[Optional[float], typer.Option(help="coding: chance per turn of a 6-50 minute pause.")] = None,
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write here (default: stdout).")] = None,
 ) -> None:
     """Write a synthetic session in the native format."""
@@ -38,8 +39,9 @@ def synth(
             if not eq:
                 fail(f"--tool-mix: expected tool=weight, got {part!r}")
         options["tool_mix"] = mix
-    if output_scale is not None:
-        options["output_scale"] = output_scale
+    for key, value in (("output_scale", output_scale), ("aside_rate", aside_rate), ("pause_rate", pause_rate)):
+        if value is not None:
+            options[key] = value
     trace = synthesize(profile, turns=turns, seed=seed, **options)
     if output is None:
         native.write(trace, sys.stdout)
