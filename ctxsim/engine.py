@@ -162,8 +162,9 @@ class Replayer:
             state.requests += 1
             number = state.requests
             request_ts = last_ts if last_ts is not None else self._ts(message.ts)
+            before = history.prompt_tokens
             for stage in stages:
-                ctx = Context(history, number, window, sizer.message, request_ts)
+                ctx = Context(history, number, window, sizer.message, request_ts, before)
                 for edit in stage.decide(ctx):
                     applied = history.apply(edit, stage.name)
                     cache.edited(applied.first_index)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from ctxsim.counting import Framing, MessageSizer
 from ctxsim.engine import PolicyRun, Replayer, Setup
 from ctxsim.model import Message, Session, ToolCall, Trace, Usage, format_ts
-from ctxsim.policies import Policy, parse_policy
+from ctxsim.policies import Policy
+from ctxsim.policyspec import resolve
 from ctxsim.tokens import TokenCounter, get_tokenizer
 
 T0 = 1_768_323_360.0  # 2026-01-13T16:56:00Z
@@ -32,4 +33,4 @@ def replay(trace: Trace, policy: str | Policy = "none", tokenizer: str = "chars4
            **setup) -> PolicyRun:
     sizer = MessageSizer(TokenCounter(get_tokenizer(tokenizer)), framing)
     replayer = Replayer(trace, sizer, Setup(**setup))
-    return replayer.run(parse_policy(policy) if isinstance(policy, str) else policy)
+    return replayer.run(resolve([policy])[0].policy if isinstance(policy, str) else policy)

@@ -30,6 +30,7 @@ class Context:
     window: int
     size: Callable[[Message], int]  # token size of a message the policy might write
     ts_s: float | None = None
+    prompt_before_tokens: int | None = None  # the prompt before any stage of this request acted
 
 
 class Policy(Protocol):

@@ -1,0 +1,308 @@
+"""`compact`: a rolling summary replaces the old part of the history.
+
+Source: seed 000's ContextManager._compact with its Budget (trigger 30,000, compact_above 20,000,
+keep_recent 10, clear_at_least 10,000) and ExtractiveSummarizer; seed 003's checkpoint at 70-80%
+of the window (`compact_at`); the window-relative triggers of Claude Code (`headroom_tokens`), Codex
+(`compact_at=0.9`, recent user messages kept: `keep_user_tokens`) and Gemini CLI
+(`compact_at=0.5`, newest 30% kept: `keep_fraction`, a second verifying call: `verify`), from
+reference/providers-and-products.md B.4-B.6.
+
+When it fires. The threshold comes from, in order of precedence: `headroom_tokens` (fire when the prompt
+passes window - headroom_tokens), else `compact_at` (fire when it passes that fraction of the window),
+else the seed's pair: `trigger` (the policy runs once the prompt passes it) and `compact_above`
+(it compacts only if, after the earlier stages of a pipeline, the prompt is still above this).
+With `headroom_tokens` or `compact_at` set, both of the pair take the window-relative value: compact
+only if the prompt is still past it after the earlier stages. `trigger` is meant to be checked
+on the prompt as it stood before any stage ran (seed 000 checks it before clearing); the engine
+does not tell a stage that size yet, so it is checked on the prompt the stage sees unless the
+Context offers `prompt_before_tokens`.
+
+What it does. The newest `keep_recent` messages (or, with `keep_fraction`, the newest messages
+holding at most that fraction of the history's tokens) stay verbatim. The cut moves back so that
+no kept tool result loses the assistant message holding its call. Everything older is replaced by
+one `summary` message, except pinned messages, which keep their place (and so do the assistant
+message holding a pinned result's call and that call's other results); with `keep_user_tokens`
+the newest older user messages up to that many tokens stay too. If the summarised part holds
+fewer than `clear_at_least` tokens, or the summary would not be smaller, nothing happens: the
+edit rewrites the cached prefix and must pay for itself.
+
+The summarising request is metered as a side call (kind "summarize"): input = the summarised
+messages plus the instruction prompt, output = the summary. The summary ends with the current
+notes when a `notes` stage keeps a notes file for the session (`include_notes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ctxsim.history import Edit, History, Item, SideCall, Splice
+from ctxsim.model import Message, ToolCall
+from ctxsim.params import field_doc
+from ctxsim.policies import Context, PolicyInfo, register
+from ctxsim.summarizers import Summarizer, TurnClock, make_summarizer, run_summarizer, turn_clock
+from ctxsim.summarizers.llm import INSTRUCTIONS
+
+SUMMARY_TAGS = frozenset({"summary"})
+
+
+# ---------------------------------------------------------------- helpers shared by summarising policies
+
+def prompt_before(ctx: Context) -> int:
+    """The prompt size before this request's stages ran, when the engine says; else as it stands now."""
+    before = getattr(ctx, "prompt_before_tokens", None)
+    return before if isinstance(before, int) else ctx.history.prompt_tokens
+
+
+def positions(history: History) -> dict[int, int]:
+    """id(item) -> its index in the history."""
+    return {id(item): i for i, item in enumerate(history.items)}
+
+
+def group_of(history: History, index: int, where: dict[int, int]) -> list[int]:
+    """The tool-use group of an item: an assistant message with calls and the results of those calls."""
+    item = history.items[index]
+    holder = item
+    if item.message.role == "tool":
+        found = history.holder_of(item.message.tool_call_id or "")
+        if found is None or id(found) not in where:
+            return [index]
+        holder = found
+    if not holder.message.tool_calls:
+        return [index]
+    out = [where[id(holder)]]
+    for call in holder.message.tool_calls:
+        result = history.result_of(call.id)
+        if result is not None and id(result) in where:
+            out.append(where[id(result)])
+    return out
+
+
+def protected(history: History, start: int, end: int, where: dict[int, int]) -> set[int]:
+    """Indices in [start, end) a summary must not replace: pinned messages and their tool-use groups."""
+    keep: set[int] = set()
+    for i in range(start, end):
+        if history.items[i].pinned and i not in keep:
+            keep.update(j for j in group_of(history, i, where) if start <= j < end)
+    return keep
+
+
+def safe_cut(history: History, cut: int, where: dict[int, int] | None = None) -> int:
+    """Move `cut` back until no tool result at or after it has its call before it."""
+    items = history.items
+    cut = max(0, min(cut, len(items)))
+    while 0 < cut < len(items) and items[cut].message.role == "tool":
+        cut -= 1
+    changed = True
+    while changed and cut > 0:
+        changed = False
+        for i in range(cut, len(items)):
+            m = items[i].message
+            if m.role != "tool":
+                continue
+            holder = history.holder_of(m.tool_call_id or "")
+            if holder is None:
+                continue
+            if where is None:
+                where = positions(history)
+            at = where.get(id(holder))
+            if at is not None and at < cut:
+                cut = at
+                changed = True
+                break
+    return cut
+
+
+def runs(indices: Iterable[int]) -> list[tuple[int, int]]:
+    """Sorted indices -> [start, end) runs of consecutive ones."""
+    out: list[tuple[int, int]] = []
+    for i in sorted(indices):
+        if out and out[-1][1] == i:
+            out[-1] = (out[-1][0], i + 1)
+        else:
+            out.append((i, i + 1))
+    return out
+
+
+def replace_with(indices: Iterable[int], new: Item) -> tuple[Splice, ...]:
+    """Splices that drop `indices` and put `new` where the first of them was."""
+    spans = runs(indices)
+    return tuple(Splice(s, e, (new,) if k == 0 else ()) for k, (s, e) in enumerate(spans))
+
+
+def calls_for(history: History, items: Sequence[Item]) -> dict[str, ToolCall]:
+    """The calls of the tool results among `items`, wherever their assistant message is."""
+    out: dict[str, ToolCall] = {}
+    for item in items:
+        m = item.message
+        if m.role == "tool" and m.tool_call_id:
+            holder = history.holder_of(m.tool_call_id)
+            if holder is not None:
+                for call in holder.message.tool_calls:
+                    if call.id == m.tool_call_id:
+                        out[call.id] = call
+    return out
+
+
+def text_tokens(ctx: Context, text: str, role: str = "user") -> int:
+    """Tokens of a text alone (without the per-message framing)."""
+    return ctx.size(Message(role, text)) - ctx.size(Message(role, ""))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Summary:
+    item: Item
+    call: SideCall
+
+
+def summarise_items(ctx: Context, summarizer: Summarizer, clock: TurnClock, items: Sequence[Item], notes: str,
+                    instructions: str = INSTRUCTIONS, tags: frozenset[str] = SUMMARY_TAGS,
+                    note: str = "") -> Summary:
+    """Summarise `items` into one inserted summary item, with the side call that would write it."""
+    history = ctx.history
+    messages = [it.message for it in items]
+    turns = [clock.turn(it) for it in items]
+    input_tokens = sum(it.tokens for it in items) + text_tokens(ctx, instructions)
+    text, modelled = run_summarizer(summarizer, messages, notes, turns=turns, calls=calls_for(history, items),
+                                    input_tokens=input_tokens)
+    message = Message("summary", text)
+    if modelled is None:
+        item = history.item(message, -1, inserted=True, tags=tags)
+        output = text_tokens(ctx, text, "summary")
+    else:
+        framing = ctx.size(Message("summary", ""))
+        item = history.item(message, -1, tokens=framing + modelled, inserted=True, tags=tags)
+        output = modelled
+    return Summary(item, SideCall("summarize", input_tokens, output, note))
+
+
+def current_notes(history: History) -> str:
+    from ctxsim.policies.notes import notes_text
+
+    return notes_text(history)
+
+
+# ---------------------------------------------------------------- the policy
+
+@dataclass(frozen=True)
+class CompactParams:
+    trigger: int = field(default=30_000, metadata=field_doc(
+        "the policy runs once the prompt passes this many tokens (seed 000 Budget.trigger)"))
+    compact_above: int = field(default=20_000, metadata=field_doc(
+        "compact only if the prompt, after earlier pipeline stages, is still above this"))
+    compact_at: float | None = field(default=None, metadata=field_doc(
+        "fraction of the window (e.g. 0.75) that replaces trigger and compact_above"))
+    headroom_tokens: int | None = field(default=None, metadata=field_doc(
+        "compact once the prompt passes window minus this many tokens; replaces trigger and compact_above"))
+    keep_recent: int = field(default=10, metadata=field_doc("newest messages kept verbatim"))
+    keep_fraction: float | None = field(default=None, metadata=field_doc(
+        "instead of keep_recent: keep the newest messages holding at most this fraction of the history's tokens"))
+    keep_user_tokens: int = field(default=0, metadata=field_doc(
+        "also keep the newest older user messages, up to this many tokens (Codex keeps 20,000)"))
+    clear_at_least: int = field(default=10_000, metadata=field_doc(
+        "skip unless the summarised part holds at least this many tokens"))
+    summarizer: Literal["extractive", "llm"] = field(default="extractive", metadata=field_doc(
+        "extractive: marker lines, offline; llm: a simulated model summary sized by summary_*"))
+    include_notes: bool = field(default=True, metadata=field_doc(
+        "end the summary with the current notes kept by a notes stage"))
+    verify: bool = field(default=False, metadata=field_doc(
+        "meter a second call that re-checks the summary (Gemini CLI's verification probe)"))
+    summary_tokens: int | None = field(default=None, metadata=field_doc(
+        "llm: fixed summary size in tokens (else summary_ratio of the input)"))
+    summary_ratio: float = field(default=0.05, metadata=field_doc("llm: summary size as a fraction of its input"))
+    summary_min_tokens: int = field(default=500, metadata=field_doc("llm: smallest summary"))
+    summary_max_tokens: int = field(default=2_000, metadata=field_doc("llm: largest summary"))
+    max_errors: int = field(default=5, metadata=field_doc("extractive: newest error lines kept"))
+    max_files: int = field(default=12, metadata=field_doc("extractive: newest file paths kept"))
+
+    def __post_init__(self) -> None:
+        if min(self.trigger, self.compact_above, self.keep_recent, self.keep_user_tokens, self.clear_at_least) < 0:
+            raise ValueError("token counts and keep_recent must not be negative")
+        if self.compact_at is not None and self.headroom_tokens is not None:
+            raise ValueError("give compact_at or headroom_tokens, not both")
+        if self.compact_at is not None and not 0 < self.compact_at <= 1:
+            raise ValueError("compact_at must be a fraction of the window in (0, 1]")
+        if self.headroom_tokens is not None and self.headroom_tokens < 0:
+            raise ValueError("headroom_tokens must not be negative")
+        if self.keep_fraction is not None and not 0 <= self.keep_fraction < 1:
+            raise ValueError("keep_fraction must be in [0, 1)")
+
+
+class CompactPolicy:
+    name = "compact"
+
+    def __init__(self, params: CompactParams) -> None:
+        self.params = params
+        p = params
+        self.summarizer = make_summarizer(
+            p.summarizer, max_errors=p.max_errors, max_files=p.max_files, summary_tokens=p.summary_tokens,
+            summary_ratio=p.summary_ratio, summary_min_tokens=p.summary_min_tokens,
+            summary_max_tokens=p.summary_max_tokens)
+
+    def thresholds(self, window: int) -> tuple[int, int]:
+        """(trigger, compact_above) in tokens for this window."""
+        p = self.params
+        if p.headroom_tokens is not None:
+            limit = window - p.headroom_tokens
+            return limit, limit
+        if p.compact_at is not None:
+            limit = int(window * p.compact_at)
+            return limit, limit
+        return p.trigger, p.compact_above
+
+    def cut(self, history: History) -> int:
+        """Index of the first message kept verbatim (before moving it back over tool results)."""
+        p = self.params
+        items = history.items
+        if p.keep_fraction is None:
+            return max(0, len(items) - p.keep_recent)
+        budget = p.keep_fraction * history.message_tokens
+        kept = 0
+        cut = len(items)
+        while cut > 0 and kept + items[cut - 1].tokens <= budget:
+            cut -= 1
+            kept += items[cut].tokens
+        return cut
+
+    def decide(self, ctx: Context) -> Sequence[Edit]:
+        p = self.params
+        history = ctx.history
+        clock = turn_clock(history)
+        trigger, above = self.thresholds(ctx.window)
+        if prompt_before(ctx) <= trigger or history.prompt_tokens <= above:
+            return ()
+        where = positions(history)
+        cut = safe_cut(history, self.cut(history), where)
+        keep = protected(history, 0, cut, where)
+        if p.keep_user_tokens:
+            budget = p.keep_user_tokens
+            for i in range(cut - 1, -1, -1):
+                item = history.items[i]
+                if item.message.role == "user" and i not in keep:
+                    if item.tokens > budget:
+                        break
+                    budget -= item.tokens
+                    keep.add(i)
+        old = [i for i in range(cut) if i not in keep]
+        if not old:
+            return ()
+        items = [history.items[i] for i in old]
+        old_tokens = sum(it.tokens for it in items)
+        if old_tokens < p.clear_at_least:
+            return ()
+        notes = current_notes(history) if p.include_notes else ""
+        summary = summarise_items(ctx, self.summarizer, clock, items, notes, note=f"summary of {len(old)} messages")
+        if summary.item.tokens >= old_tokens:
+            return ()
+        calls = [summary.call]
+        if p.verify:
+            calls.append(SideCall("summarize", summary.call.input_tokens + summary.call.output_tokens,
+                                  summary.call.output_tokens, "verification of the summary"))
+        return (Edit("compact", replace_with(old, summary.item), f"compacted {len(old)} messages", tuple(calls)),)
+
+
+register(PolicyInfo(
+    "compact", CompactParams, CompactPolicy,
+    "seed 000 ContextManager._compact + ExtractiveSummarizer/LLMSummarizer; seed 003 checkpoint at 0.70-0.80",
+    "replace old messages with one summary past a trigger, keeping the newest verbatim", __name__))

@@ -1,0 +1,139 @@
+"""`hierarchical`: summaries of summaries, at three scales.
+
+Source: seed 003 ("hierarchical summarization": raw messages checkpointed every 20 turns,
+checkpoints re-summarised every 5 into an epoch, epochs every 5 into a longer summary; each
+request is rebuilt from the newest higher-level summary, the lower-level summaries since it and
+the raw messages since the last checkpoint).
+
+Levels: 0 raw messages; 1 checkpoint, made when `checkpoint_every` raw turns have piled up since
+the last summary (all of them, the newest turn's tool results included: seed 003 compacts at the
+start of the next turn so the last result is summarised too); 2 epoch, made when `epoch_every`
+checkpoints are in the context (they are folded into it); 3 era, made when `era_every` epochs are
+in the context. The top level rolls: a new era summary also folds in the previous one, so one era
+summary always covers everything before the epochs. The context is therefore
+[era] [epochs since it] [checkpoints since the last epoch] [raw turns since the last checkpoint],
+with pinned messages left where they are. `epoch_every=0` or `era_every=0` stops the hierarchy
+at that level (summaries of the level below then accumulate).
+
+Each summary made is a side call (kind "summarize"): input = what it summarised plus the
+instruction prompt, output = the summary. One request may cascade (the checkpoint that completes
+an epoch): that is one event, named after the highest level made, with one call per summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ctxsim.history import Edit, Item, SideCall
+from ctxsim.params import field_doc
+from ctxsim.policies import Context, PolicyInfo, register
+from ctxsim.policies.compact import current_notes, positions, protected, replace_with, safe_cut, summarise_items
+from ctxsim.summarizers import make_summarizer, turn_clock
+
+LEVELS = {1: "checkpoint", 2: "epoch", 3: "era"}
+TAGS = {n: frozenset({"summary", f"level{n}"}) for n in LEVELS}
+
+
+def level_of(item: Item) -> int:
+    for n in (3, 2, 1):
+        if f"level{n}" in item.tags:
+            return n
+    return 0
+
+
+@dataclass(frozen=True)
+class HierarchicalParams:
+    checkpoint_every: int = field(default=20, metadata=field_doc("raw turns folded into one checkpoint"))
+    epoch_every: int = field(default=5, metadata=field_doc("checkpoints folded into one epoch (0: no epochs)"))
+    era_every: int = field(default=5, metadata=field_doc("epochs folded into the era summary (0: no eras)"))
+    summarizer: Literal["extractive", "llm"] = field(default="extractive", metadata=field_doc(
+        "extractive: marker lines, offline; llm: a simulated model summary sized by summary_*"))
+    include_notes: bool = field(default=True, metadata=field_doc(
+        "end each summary with the current notes kept by a notes stage"))
+    summary_tokens: int | None = field(default=None, metadata=field_doc(
+        "llm: fixed summary size in tokens (else summary_ratio of the input)"))
+    summary_ratio: float = field(default=0.05, metadata=field_doc("llm: summary size as a fraction of its input"))
+    summary_min_tokens: int = field(default=500, metadata=field_doc("llm: smallest summary"))
+    summary_max_tokens: int = field(default=2_000, metadata=field_doc("llm: largest summary"))
+    max_errors: int = field(default=5, metadata=field_doc("extractive: newest error lines kept"))
+    max_files: int = field(default=12, metadata=field_doc("extractive: newest file paths kept"))
+
+    def __post_init__(self) -> None:
+        if self.checkpoint_every < 1:
+            raise ValueError("checkpoint_every must be at least 1")
+        if self.epoch_every < 0 or self.era_every < 0 or self.epoch_every == 1 or self.era_every == 1:
+            raise ValueError("epoch_every and era_every must be 0 (off) or at least 2")
+
+
+class HierarchicalPolicy:
+    name = "hierarchical"
+
+    def __init__(self, params: HierarchicalParams) -> None:
+        self.params = params
+        p = params
+        self.summarizer = make_summarizer(
+            p.summarizer, max_errors=p.max_errors, max_files=p.max_files, summary_tokens=p.summary_tokens,
+            summary_ratio=p.summary_ratio, summary_min_tokens=p.summary_min_tokens,
+            summary_max_tokens=p.summary_max_tokens)
+
+    def decide(self, ctx: Context) -> Sequence[Edit]:
+        p = self.params
+        history = ctx.history
+        clock = turn_clock(history)
+        items = history.items
+        levels: dict[int, list[int]] = {1: [], 2: [], 3: []}
+        last_summary = -1
+        for i, item in enumerate(items):
+            level = level_of(item)
+            if level:
+                levels[level].append(i)
+                last_summary = i
+        # Raw turns since the last summary: cut after the checkpoint_every-th of them.
+        seen = 0
+        cut = len(items)
+        for i in range(last_summary + 1, len(items)):
+            if items[i].message.role == "assistant":
+                seen += 1
+                if seen == p.checkpoint_every + 1:
+                    cut = i
+                    break
+        if seen < p.checkpoint_every:
+            return ()
+        while cut > last_summary + 1 and items[cut - 1].message.role == "user" and cut < len(items):
+            cut -= 1  # a turn's prompt stays with the turn
+        where = positions(history)
+        cut = max(safe_cut(history, cut, where), last_summary + 1)
+        keep = protected(history, last_summary + 1, cut, where)
+        raw = [i for i in range(last_summary + 1, cut) if i not in keep]
+        if not raw:
+            return ()
+        notes = current_notes(history) if p.include_notes else ""
+        removed = set(raw)
+        made = summarise_items(ctx, self.summarizer, clock, [items[i] for i in raw], notes, tags=TAGS[1],
+                               note=f"checkpoint of {len(raw)} messages")
+        calls: list[SideCall] = [made.call]
+        top = 1
+        for level, every in ((2, p.epoch_every), (3, p.era_every)):
+            below = levels[level - 1]
+            if not every or len(below) + 1 < every:
+                break
+            folded = list(below)
+            if level == 3:
+                folded = levels[3] + folded  # the top level rolls: the previous era is folded in too
+            parts = [items[i] for i in folded] + [made.item]
+            made = summarise_items(ctx, self.summarizer, clock, parts, notes, tags=TAGS[level],
+                                   note=f"{LEVELS[level]} of {len(parts)} summaries")
+            calls.append(made.call)
+            removed.update(folded)
+            top = level
+        note = f"{LEVELS[top]}: {len(raw)} messages" + (f" and {len(removed) - len(raw)} summaries"
+                                                         if len(removed) > len(raw) else "")
+        return (Edit(LEVELS[top], replace_with(removed, made.item), note, tuple(calls)),)
+
+
+register(PolicyInfo(
+    "hierarchical", HierarchicalParams, HierarchicalPolicy,
+    "seed 003 hierarchical summarization (checkpoints every 20 turns, epochs, summaries of epochs)",
+    "fold raw turns into checkpoints, checkpoints into epochs, epochs into an era summary", __name__))

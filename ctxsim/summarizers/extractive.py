@@ -1,0 +1,214 @@
+"""`extractive`: a deterministic, offline summary built from marker lines.
+
+Source: seed 000's ExtractiveSummarizer (semantics only; written anew for canonical messages).
+It relies on the convention a coding agent's system prompt asks for: the agent writes
+`DECISION:`, `TODO:` and `DONE:` lines (and may write `TASK:`, `USER:`, `ERROR:`, `FILE:`).
+What it keeps:
+
+- the task: the first user message (or the `TASK:` line of an earlier summary);
+- every later user message, with its turn (`USER: (turn 20) ...`);
+- every `DECISION:` line, with the turn it was written in;
+- open `TODO:` items (a `DONE:` with the same text closes one);
+- error lines (`SomethingError: ...` / `...Exception: ...`) seen in tool output, newest
+  `max_errors`, each with the turn it was last seen;
+- files touched (paths in tool-call arguments, `FILE:` lines), newest `max_files`, each with the
+  tool and turn of its last use;
+- the current notes, after a `Current notes:` line.
+
+Its output uses the same markers, one fact per line, so summarising a summary keeps every
+marker line it had (the notes part is not re-read: the caller passes the current notes again).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from ctxsim.model import Message, ToolCall
+from ctxsim.policies.clear import ERROR_LINE
+
+MARKERS = ("TASK", "USER", "DECISION", "TODO", "DONE", "ERROR", "FILE")
+MARKER = re.compile(r"(TASK|USER|DECISION|TODO|DONE|ERROR|FILE): (.+)")
+HEADER = re.compile(r"Summary of turns (\d+) to (\d+)\b")
+SEEN = re.compile(r"(.*) \(last seen turn (\d+)\)")
+NOTES_LINE = "Current notes:"
+# A path with at least one directory part and an extension (src/billing/tax.py, /repo/a.txt).
+PATH = re.compile(r"(?<![\w./~-])(?:~?/)?(?:[\w.-]+/)+[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,9}\b")
+FILE_USE = re.compile(r"(.+), last [^,]+?(?: at turn \d+)?")  # the form this summarizer writes
+PATH_KEYS = frozenset({"path", "file", "file_path", "filepath", "filename", "paths", "files", "target_file",
+                       "notebook_path"})
+
+
+def marker_lines(text: str) -> list[str]:
+    """The marker lines of a text (the facts an extractive summary carries), in order."""
+    return [line for line in text.split("\n") if MARKER.fullmatch(line)]
+
+
+def one_line(text: str) -> str:
+    """Whitespace (newlines included) collapsed to single spaces, so a fact stays on its line."""
+    return " ".join(text.split())
+
+
+def paths_in_arguments(arguments: Any, key: str | None = None) -> Iterator[str]:
+    """File paths in a tool call's arguments: values of path-like keys, and paths inside strings."""
+    if isinstance(arguments, Mapping):
+        for k, v in arguments.items():
+            yield from paths_in_arguments(v, str(k).lower())
+    elif isinstance(arguments, (list, tuple)):
+        for v in arguments:
+            yield from paths_in_arguments(v, key)
+    elif isinstance(arguments, str):
+        value = arguments.strip()
+        if key in PATH_KEYS and value and "\n" not in value and len(value) < 300:
+            yield value
+        else:
+            yield from PATH.findall(arguments)
+
+
+def file_key(text: str) -> str:
+    """What identifies a FILE fact: the path of a `PATH, last TOOL at turn N` line, else its first
+    path, else the whole line."""
+    match = FILE_USE.fullmatch(text)
+    if match:
+        return match.group(1)
+    match = PATH.search(text)
+    return match.group(0) if match else text
+
+
+def _touch(table: dict[str, Any], key: str, value: Any) -> None:
+    """Insert or move `key` to the newest position (the table stays ordered by recency)."""
+    table.pop(key, None)
+    table[key] = value
+
+
+class ExtractiveSummarizer:
+    name = "extractive"
+
+    def __init__(self, max_errors: int = 5, max_files: int = 12) -> None:
+        if max_errors < 0 or max_files < 0:
+            raise ValueError("max_errors and max_files must not be negative")
+        self.max_errors = max_errors
+        self.max_files = max_files
+
+    def summarize(self, messages: Sequence[Message], notes: str = "", *,
+                  turns: Sequence[int | None] | None = None,
+                  calls: Mapping[str, ToolCall] | None = None) -> str:
+        if turns is None:
+            turns = _count_turns(messages)
+        known_calls: dict[str, ToolCall] = dict(calls or {})
+        task = ""
+        users: list[str] = []
+        decisions: list[str] = []
+        todos: dict[str, None] = {}
+        errors: dict[str, int | None] = {}
+        files: dict[str, str] = {}
+        first: int | None = None
+        last: int | None = None
+
+        def span(lo: int | None, hi: int | None) -> None:
+            nonlocal first, last
+            if lo is not None:
+                first = lo if first is None else min(first, lo)
+            if hi is not None:
+                last = hi if last is None else max(last, hi)
+
+        for message, turn in zip(messages, turns, strict=True):
+            role = message.role
+            if role == "summary":
+                header = HEADER.search(message.content)
+                if header:
+                    span(int(header.group(1)), int(header.group(2)))
+                    turn = turn if turn is not None else int(header.group(2))
+                else:
+                    span(turn, turn)
+            else:
+                span(turn, turn)
+            if role == "user":
+                text = one_line(message.content)
+                if not text:
+                    continue
+                if not task and turn in (None, 1):
+                    task = text
+                else:
+                    users.append(f"(turn {turn}) {text}" if turn is not None else text)
+            elif role in ("assistant", "summary"):
+                for call in message.tool_calls:
+                    known_calls[call.id] = call
+                own = turn if role == "assistant" else None  # a summary's lines carry their own turns
+                stamp = f"(turn {own}) " if own is not None else ""
+                for kind, text in _markers(message.content, stop_at_notes=role == "summary"):
+                    if kind == "TASK":
+                        task = text
+                    elif kind == "USER":
+                        users.append(text)
+                    elif kind == "DECISION":
+                        decisions.append(stamp + text)
+                    elif kind == "TODO":
+                        todos[text] = None
+                    elif kind == "DONE":
+                        todos.pop(text, None)
+                    elif kind == "ERROR":
+                        seen = SEEN.fullmatch(text)
+                        if seen:
+                            _touch(errors, seen.group(1), int(seen.group(2)))
+                        else:
+                            _touch(errors, text, own)
+                    elif kind == "FILE":
+                        _touch(files, file_key(text), text)
+            elif role == "tool":
+                for match in ERROR_LINE.finditer(message.content):
+                    _touch(errors, match.group(0), turn)
+                call = known_calls.get(message.tool_call_id or "")
+                if call is not None:
+                    tool = message.name or call.name
+                    for path in paths_in_arguments(call.arguments):
+                        when = f" at turn {turn}" if turn is not None else ""
+                        _touch(files, path, f"{path}, last {tool}{when}")
+
+        lines = [_header(first, last)]
+        if task:
+            lines.append(f"TASK: {task}")
+        lines += [f"USER: {u}" for u in users]
+        lines += [f"DECISION: {d}" for d in decisions]
+        lines += [f"TODO: {t}" for t in todos]
+        kept_errors = list(errors.items())[-self.max_errors:] if self.max_errors else []
+        for error, seen_turn in kept_errors:
+            lines.append(f"ERROR: {error} (last seen turn {seen_turn})" if seen_turn is not None else f"ERROR: {error}")
+        kept_files = list(files.values())[-self.max_files:] if self.max_files else []
+        lines += [f"FILE: {f}" for f in kept_files]
+        lines += ["", NOTES_LINE, notes.strip() or "(empty)"]
+        return "\n".join(lines)
+
+
+def _header(first: int | None, last: int | None) -> str:
+    if last is None:
+        return "Summary of earlier turns. Their tool output is gone: call the tools again for details."
+    return (f"Summary of turns {first if first is not None else 1} to {last}. "
+            "Their tool output is gone: call the tools again for details.")
+
+
+def _markers(text: str, stop_at_notes: bool) -> Iterator[tuple[str, str]]:
+    for line in text.split("\n"):
+        if stop_at_notes and line == NOTES_LINE:
+            return
+        match = MARKER.fullmatch(line)
+        if match:
+            yield match.group(1), match.group(2)
+
+
+def _count_turns(messages: Sequence[Message]) -> list[int | None]:
+    """Turns counted within the span when the caller has none: assistant messages number them."""
+    out: list[int | None] = []
+    assistants = 0
+    for m in messages:
+        if m.role == "assistant":
+            assistants += 1
+            out.append(assistants)
+        elif m.role == "user":
+            out.append(assistants + 1)
+        elif m.role == "summary":
+            out.append(None)
+        else:
+            out.append(max(assistants, 1))
+    return out
