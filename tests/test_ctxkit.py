@@ -191,8 +191,8 @@ def test_clearing_first_then_compaction_only_when_clearing_is_not_enough():
     compactions = [e for e in acts if e.kind == "compact"]
     clears_alone = {e.request for e in acts if e.kind == "clear"} - {e.request for e in compactions}
     assert clears_alone, "most requests that pass the trigger are handled by clearing alone"
-    rows = [r for r in run.rows if r.kind == "summarize"]
-    assert len(rows) == len(compactions) and all(r.cost_usd > 0 for r in rows)
+    # ctxkit's extractive summarizer runs offline: a compaction makes no model request to meter.
+    assert compactions and not [r for r in run.rows if r.kind == "summarize"]
 
 
 def test_seed_facts_survive_in_the_managed_context():

@@ -130,7 +130,8 @@ def test_compact_fires_at_its_trigger_and_not_before():
 
 
 def test_compact_keeps_recent_messages_and_meters_the_summary():
-    run, capture = watched(sized_trace(6), "compact:trigger=5000,compact_above=0,keep_recent=2,clear_at_least=0")
+    run, capture = watched(sized_trace(6), "compact:trigger=5000,compact_above=0,keep_recent=2,clear_at_least=0,"
+                                           "summarizer=llm")
     (event,) = acts(run)
     # At request 6 the history is user + 5 turns = 11 messages; the newest 2 (turn 5) stay, 9 are summarised.
     assert event.note == "compacted 9 messages"
@@ -381,7 +382,7 @@ def test_hierarchical_levels():
         Message("assistant", m.content + "\nDECISION: never float", ts=m.ts, tool_calls=m.tool_calls)
         if m.role == "assistant" and m.tool_calls and m.tool_calls[0].id == "c1" else m
         for m in trace.sessions[0].messages)),))
-    run, capture = watched(trace, "hierarchical:checkpoint_every=2,epoch_every=2,era_every=2")
+    run, capture = watched(trace, "hierarchical:checkpoint_every=2,epoch_every=2,era_every=2,summarizer=llm")
     events = acts(run)
     # Every 2 raw turns a checkpoint; every 2nd checkpoint completes an epoch; every 2nd epoch an era.
     assert [(e.request, e.kind) for e in events] == [

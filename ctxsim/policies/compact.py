@@ -153,7 +153,7 @@ def text_tokens(ctx: Context, text: str, role: str = "user") -> int:
 @dataclass(frozen=True)
 class Summary:
     item: Item
-    call: SideCall
+    call: SideCall | None  # None: an offline summarizer (extractive) makes no model request
 
 
 def summarise_items(ctx: Context, summarizer: Summarizer, clock: TurnClock, items: Sequence[Item], notes: str,
@@ -167,14 +167,11 @@ def summarise_items(ctx: Context, summarizer: Summarizer, clock: TurnClock, item
     text, modelled = run_summarizer(summarizer, messages, notes, turns=turns, calls=calls_for(history, items),
                                     input_tokens=input_tokens)
     message = Message("summary", text)
-    if modelled is None:
-        item = history.item(message, -1, inserted=True, tags=tags)
-        output = text_tokens(ctx, text, "summary")
-    else:
-        framing = ctx.size(Message("summary", ""))
-        item = history.item(message, -1, tokens=framing + modelled, inserted=True, tags=tags)
-        output = modelled
-    return Summary(item, SideCall("summarize", input_tokens, output, note))
+    if modelled is None:  # written offline (extractive): nothing to meter
+        return Summary(history.item(message, -1, inserted=True, tags=tags), None)
+    framing = ctx.size(Message("summary", ""))
+    item = history.item(message, -1, tokens=framing + modelled, inserted=True, tags=tags)
+    return Summary(item, SideCall("summarize", input_tokens, modelled, note))
 
 
 def current_notes(history: History) -> str:
@@ -295,8 +292,8 @@ class CompactPolicy:
         summary = summarise_items(ctx, self.summarizer, clock, items, notes, note=f"summary of {len(old)} messages")
         if summary.item.tokens >= old_tokens:
             return ()
-        calls = [summary.call]
-        if p.verify:
+        calls = [summary.call] if summary.call else []
+        if p.verify and summary.call:
             calls.append(SideCall("summarize", summary.call.input_tokens + summary.call.output_tokens,
                                   summary.call.output_tokens, "verification of the summary"))
         return (Edit("compact", replace_with(old, summary.item), f"compacted {len(old)} messages", tuple(calls)),)

@@ -113,7 +113,7 @@ class HierarchicalPolicy:
         removed = set(raw)
         made = summarise_items(ctx, self.summarizer, clock, [items[i] for i in raw], notes, tags=TAGS[1],
                                note=f"checkpoint of {len(raw)} messages")
-        calls: list[SideCall] = [made.call]
+        calls: list[SideCall] = [made.call] if made.call else []
         top = 1
         for level, every in ((2, p.epoch_every), (3, p.era_every)):
             below = levels[level - 1]
@@ -125,7 +125,8 @@ class HierarchicalPolicy:
             parts = [items[i] for i in folded] + [made.item]
             made = summarise_items(ctx, self.summarizer, clock, parts, notes, tags=TAGS[level],
                                    note=f"{LEVELS[level]} of {len(parts)} summaries")
-            calls.append(made.call)
+            if made.call:
+                calls.append(made.call)
             removed.update(folded)
             top = level
         note = f"{LEVELS[top]}: {len(raw)} messages" + (f" and {len(removed) - len(raw)} summaries"
