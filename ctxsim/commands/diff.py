@@ -1,0 +1,65 @@
+"""`ctxsim diff BASE.json NEW.json`: compare two runs; exit 1 when a gated metric regresses."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ctxsim.cli import app, guarded
+
+
+@app.command()
+@guarded
+def diff(
+    base: Annotated[Path, typer.Argument(help="The reference run artefact (e.g. main's run.json).")],
+    new: Annotated[Path, typer.Argument(help="The run to judge (e.g. the pull request's run.json).")],
+    fail_above: Annotated[Optional[str], typer.Option(
+        "--fail-above", help="Exit 1 when a gated metric gets worse by more than this percentage (5% or 5).")] = None,
+    metric: Annotated[Optional[list[str]], typer.Option(
+        "--metric", "-m", help="Metric(s) to gate on (repeat or comma-separate): cost, cost_warm, cost_nocache, "
+                               "peak, p95, hit_rate, warm_hit_rate, input, fresh, output, rewrites, "
+                               "summarize_cost, recall_misses, probes_lost. Default: cost.")] = None,
+    output: Annotated[Optional[Path], typer.Option(
+        "-o", "--output", help="Also write the Markdown diff here (for a PR comment).")] = None,
+    md: Annotated[bool, typer.Option("--md", help="Print Markdown on stdout instead of the table.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the diff as JSON for machines.")] = False,
+) -> None:
+    """Diff two runs (cost, peak context, hit rate ...) as a table or Markdown; gate with --fail-above."""
+    from ctxsim.render.terminal import plain, rich_table
+    from ctxsim.reports import write_file
+    from ctxsim.reports import diff as diffs
+    from ctxsim.reports._common import load_run
+
+    threshold = diffs.parse_threshold(fail_above) if fail_above is not None else None
+    metrics = diffs.parse_metrics(metric or ["cost"])
+    result = diffs.diff(load_run(base), load_run(new), metrics, threshold)
+    text = diffs.markdown(result)
+    if output is not None:
+        write_file(output, text)
+    if as_json:
+        typer.echo(json.dumps(diffs.to_json(result), indent=1, sort_keys=True))
+    elif md:
+        typer.echo(text, nl=False)
+    else:
+        table = diffs.table(result)
+        if sys.stdout.isatty():
+            from rich.console import Console
+
+            Console().print(rich_table(table))
+        else:
+            typer.echo(table.title)
+            typer.echo(plain(table))
+        for warning in result.warnings:
+            typer.echo(f"warning: {warning}")
+    if output is not None:
+        typer.echo(f"wrote {output}", err=True)
+    for pair, change in result.regressions:
+        typer.echo(f"ctxsim: regression: {pair.title}: {change.metric.title} {change.metric.fmt(change.base)} -> "
+                   f"{change.metric.fmt(change.new)} ({diffs.signed_pct(change.rel)}), over the "
+                   f"{diffs.percent_text(threshold)} gate", err=True)
+    if result.failed:
+        raise typer.Exit(1)

@@ -1,0 +1,111 @@
+"""`ctxsim report RUN.json`: render a saved run artefact; never re-simulates."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ctxsim.cli import app, fail, guarded
+
+FORMAT_HELP = ("table, md, csv, parquet, png, svg, or bundle (run.json, report.md, charts and tables into a "
+               "folder). Default: guessed from -o (a path without a suffix is a bundle folder), else table.")
+
+
+@app.command()
+@guarded
+def report(
+    run: Annotated[Path, typer.Argument(help="Run artefact (run.json) written by `replay -o` or `compare -o`.")],
+    fmt: Annotated[Optional[str], typer.Option("-f", "--format", help=FORMAT_HELP)] = None,
+    output: Annotated[Optional[Path], typer.Option(
+        "-o", "--output", help="File to write (a folder for bundle, or for several charts); default: stdout "
+                               "for table, md and csv.")] = None,
+    chart: Annotated[Optional[list[str]], typer.Option(
+        "--chart", help="png/svg: which chart (repeat for several): composition, context, cost, pareto, tokens. "
+                        "Default: context for one file, every chart for a folder.")] = None,
+    table: Annotated[str, typer.Option(help="csv/parquet: which tidy table: requests, runs or events.")] = "requests",
+    with_charts: Annotated[bool, typer.Option(
+        "--charts/--no-charts", help="md written to a file: also write its charts beside it and link them.")] = True,
+) -> None:
+    """Render a run artefact as terminal tables, Markdown, CSV, Parquet or charts (PNG, SVG)."""
+    from ctxsim.reports import FORMATS, TABLES, guess_format, markdown_links, render, write_bundle
+    from ctxsim.reports._common import load_run
+
+    known = [*FORMATS, "bundle"]
+    if fmt is not None and fmt not in known:
+        fail(f"unknown format {fmt!r}; known: {', '.join(known)}")
+    if table not in TABLES:
+        fail(f"unknown table {table!r}; known: {', '.join(TABLES)}")
+    guessed = guess_format(output) if output is not None and not output.is_dir() else None
+    if fmt is None:
+        fmt = guessed or ("bundle" if output is not None else "table")
+    if guessed is not None and guessed != fmt:
+        fail(f"-o {output} looks like {guessed}, but the format is {fmt}")
+    result = load_run(run)
+    written: list[Path] = []
+
+    if fmt == "bundle":
+        if output is None:
+            fail("bundle: give the folder to write with -o")
+        written = write_bundle(result, output)
+    elif fmt in ("png", "svg"):
+        written = _charts(result, fmt, output, chart, guessed is not None)
+    elif fmt == "parquet" and output is None:
+        fail("parquet is binary: give the file to write with -o")
+    elif fmt == "table":
+        from ctxsim.render.terminal import emit
+
+        if output is None:
+            emit(result, sys.stdout, None, sys.stdout.isatty())
+        else:
+            written = [_write(output, render("table", result, "table"))]
+    else:
+        from ctxsim.reports import Options, for_format
+
+        info = for_format(fmt)
+        options = Options(table=table)
+        if fmt == "md" and output is not None and with_charts:
+            written = _charts(result, "png", output.parent, None, False, quiet=True)
+            written += _charts(result, "svg", output.parent, None, False, quiet=True)
+            options = Options(charts=markdown_links(result))
+        content = render(info.name, result, fmt, options)
+        if output is None:
+            typer.echo(content, nl=False)
+        else:
+            written.append(_write(output, content))
+    for path in written:
+        typer.echo(f"wrote {path}", err=True)
+
+
+def _write(path: Path, content: str | bytes) -> Path:
+    from ctxsim.reports import write_file
+
+    return write_file(path, content)
+
+
+def _charts(result, fmt: str, output: Path | None, names: list[str] | None, single: bool,  # type: ignore[no-untyped-def]
+            quiet: bool = False) -> list[Path]:
+    from ctxsim.reports import charts, render
+
+    table = charts()
+    for name in names or ():
+        if name not in table:
+            fail(f"unknown chart {name!r}; known: {', '.join(table)}")
+    if output is None:
+        fail(f"{fmt}: give -o FILE.{fmt} for one chart, or -o FOLDER for every chart")
+    if single:
+        chosen = names or ["context"]
+        if len(chosen) > 1:
+            fail(f"-o {output} is one file: pick one --chart, or give a folder")
+        return [_write(output, render(chosen[0], result, fmt))]
+    written = []
+    for name in names or list(table):
+        reason = table[name].unavailable(result)
+        if reason and not names:
+            if not quiet:
+                typer.echo(f"skipped chart {name}: {reason}", err=True)
+            continue
+        written.append(_write(output / f"{name}.{fmt}", render(name, result, fmt)))
+    return written

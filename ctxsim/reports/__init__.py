@@ -1,0 +1,179 @@
+"""Reports: pure functions of a saved run artefact (run.json); they never re-simulate.
+
+One module per report kind, registered in that module; the module name is the
+registry name is the CLI name (`ctxsim report RUN -f md`, `--chart context`).
+Third-party reports come through the `ctxsim.reports` entry-point group.
+
+A report renders a `RunResult` in one of its formats to text or bytes; writing
+is always atomic (a temporary file renamed over the target), so an interrupted
+write leaves the old file or the new one, never a partial one.
+
+Modules whose name starts with `_` are helpers; `diff.py` compares two runs
+and is used by `ctxsim diff` (it is not a single-run report).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from ctxsim.errors import CtxsimError
+from ctxsim.fileio import atomic_write
+from ctxsim.run import RunResult
+
+# Output formats, with the file suffixes they are guessed from.
+FORMATS: dict[str, tuple[str, ...]] = {
+    "table": (".txt",),
+    "md": (".md", ".markdown"),
+    "csv": (".csv",),
+    "parquet": (".parquet", ".pq"),
+    "png": (".png",),
+    "svg": (".svg",),
+}
+BINARY = {"png", "parquet"}
+TABLES = ("requests", "runs", "events")  # the tidy tables of the csv and parquet reports
+MARKDOWN_LIMIT = 65_536  # a GitHub PR comment body
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a render may vary on besides the run (all defaults give the bundle's files)."""
+
+    table: str = "requests"  # csv / parquet: which tidy table
+    charts: tuple[tuple[str, str], ...] = ()  # markdown: (title, relative path) of charts to link
+    terminal: bool = False  # table: rich output for a terminal instead of plain text
+    limit: int = MARKDOWN_LIMIT  # markdown: character budget
+
+
+@dataclass(frozen=True)
+class ReportInfo:
+    name: str
+    formats: tuple[str, ...]
+    summary: str
+    render: Callable[[RunResult, str, Options], str | bytes]
+    module: str
+    chart: bool = False
+    # Files the report contributes to a bundle: (file name, format, options).
+    bundle: Callable[[RunResult], Sequence[tuple[str, str, Options]]] = field(default=lambda result: ())
+    # Why the report cannot be drawn for this run (e.g. data it needs is absent), else None.
+    unavailable: Callable[[RunResult], str | None] = field(default=lambda result: None)
+
+
+_REGISTRY: dict[str, ReportInfo] = {}
+_LOADED = False
+
+
+def register(info: ReportInfo) -> None:
+    if info.name in _REGISTRY and _REGISTRY[info.name].module != info.module:
+        raise CtxsimError(
+            f"report {info.name!r} registered twice: by {_REGISTRY[info.name].module} and by {info.module}"
+        )
+    unknown = [f for f in info.formats if f not in FORMATS]
+    if unknown:
+        raise CtxsimError(f"report {info.name!r} ({info.module}): unknown format(s) {', '.join(unknown)}")
+    _REGISTRY[info.name] = info
+
+
+def reports() -> dict[str, ReportInfo]:
+    global _LOADED
+    if not _LOADED:
+        _LOADED = True
+        for module in pkgutil.iter_modules(__path__):
+            if not module.name.startswith("_"):
+                importlib.import_module(f"{__name__}.{module.name}")
+        for entry in entry_points(group="ctxsim.reports"):
+            entry.load()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def charts() -> dict[str, ReportInfo]:
+    return {name: info for name, info in reports().items() if info.chart}
+
+
+def for_format(fmt: str) -> ReportInfo:
+    """The single-file report of a non-chart format (md -> markdown, csv -> csv ...)."""
+    if fmt not in FORMATS:
+        raise CtxsimError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    for info in reports().values():
+        if not info.chart and fmt in info.formats:
+            return info
+    raise CtxsimError(f"no report writes format {fmt!r}")
+
+
+def guess_format(path: str | Path) -> str | None:
+    suffix = Path(path).suffix.lower()
+    if not suffix:
+        return None
+    for fmt, suffixes in FORMATS.items():
+        if suffix in suffixes:
+            return fmt
+    raise CtxsimError(f"{path}: cannot tell the format from the suffix {suffix!r}; "
+                      f"pass -f ({', '.join(FORMATS)})")
+
+
+def render(name: str, result: RunResult, fmt: str, options: Options | None = None) -> str | bytes:
+    table = reports()
+    if name not in table:
+        raise CtxsimError(f"unknown report {name!r}; known: {', '.join(table)}")
+    info = table[name]
+    if fmt not in info.formats:
+        raise CtxsimError(f"report {name!r} has no format {fmt!r}; it writes {', '.join(info.formats)}")
+    reason = info.unavailable(result)
+    if reason:
+        raise CtxsimError(f"report {name!r}: {reason}")
+    return info.render(result, fmt, options or Options())
+
+
+def write_file(path: str | Path, content: str | bytes) -> Path:
+    """Write atomically: the old file or the new one, never a partial one."""
+    with atomic_write(path, "wb" if isinstance(content, bytes) else "w") as out:
+        out.write(content)
+    return Path(path)
+
+
+def chart_files(result: RunResult, formats: Sequence[str] = ("png", "svg")) -> list[tuple[str, str, str]]:
+    """(chart name, format, file name) of every chart this run can draw, in registry order."""
+    out = []
+    for name, info in charts().items():
+        if info.unavailable(result):
+            continue
+        out.extend((name, fmt, f"{name}.{fmt}") for fmt in formats if fmt in info.formats)
+    return out
+
+
+def write_bundle(result: RunResult, folder: Path) -> list[Path]:
+    """Write run.json, report.md, the charts (PNG and SVG) and the tidy tables into `folder`.
+
+    Returns the paths written, in order. Every file is written atomically, and
+    the same run gives the same bytes (Parquet aside).
+    """
+    from ctxsim.reports._common import dumps_run
+
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise CtxsimError(f"{folder}: exists and is not a folder")
+    written = [write_file(folder / "run.json", dumps_run(result))]
+    table = reports()
+    for name, fmt, filename in chart_files(result):
+        written.append(write_file(folder / filename, table[name].render(result, fmt, Options())))
+    for info in table.values():
+        if info.chart or info.unavailable(result):
+            continue
+        for filename, fmt, options in info.bundle(result):
+            if fmt == "md":
+                options = Options(charts=markdown_links(result))
+            written.append(write_file(folder / filename, info.render(result, fmt, options)))
+    return written
+
+
+def markdown_links(result: RunResult, fmt: str = "png") -> tuple[tuple[str, str], ...]:
+    table = charts()
+    return tuple((table[name].summary, filename) for name, f, filename in chart_files(result, (fmt,)) if f == fmt)
+
+
+__all__ = ["FORMATS", "Options", "ReportInfo", "charts", "for_format", "guess_format", "register", "render",
+           "reports", "write_bundle", "write_file"]

@@ -1,0 +1,162 @@
+"""Helpers shared by the reports: loading and dumping the artefact, labels, numbers.
+
+`load_run` / `dumps_run` wrap `RunResult.load` / `RunResult.dumps` and carry the
+optional per-run `composition` block (see `ctxsim.reports.composition`) that
+`RunResult` does not hold yet: a run without it gives the same bytes as
+`RunResult.dumps`.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import ROUND_HALF_EVEN, Decimal
+from pathlib import Path
+from typing import Any
+
+from ctxsim.engine import PolicyRun
+from ctxsim.errors import CtxsimError
+from ctxsim.run import RunResult
+
+
+# ---------------------------------------------------------------- artefact
+def load_run(path: str | Path) -> RunResult:
+    """Read run.json back (same objects as `RunResult.load`), keeping a `composition` block if present."""
+    from ctxsim.reports.composition import Composition
+
+    target = Path(path)
+    if target.is_dir():
+        raise CtxsimError(f"{path}: is a folder, expected a run.json file")
+    try:
+        result = RunResult.load(target)
+    except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
+        raise CtxsimError(f"{path}: not a valid ctxsim run artefact ({type(exc).__name__}: {exc})") from None
+    raw = json.loads(target.read_text(encoding="utf-8"))
+    for run, data in zip(result.runs, raw["runs"], strict=True):
+        block = data.get("composition")
+        if block is not None:
+            run.composition = Composition.from_json(block)  # type: ignore[attr-defined]
+    if not result.runs:
+        raise CtxsimError(f"{path}: the run artefact holds no policy runs")
+    return result
+
+
+def dumps_run(result: RunResult) -> str:
+    data = result.to_json()
+    for run, out in zip(result.runs, data["runs"], strict=True):
+        comp = composition_of(run)
+        if comp is not None:
+            out["composition"] = comp.to_json()
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def composition_of(run: PolicyRun) -> Any:
+    return getattr(run, "composition", None)
+
+
+# ---------------------------------------------------------------- labels
+def label(run: PolicyRun) -> str:
+    return run.policy.get("label") or run.policy["name"]
+
+
+def labels(result: RunResult) -> list[str]:
+    """A distinct label per run (a repeated label gets `#2`, `#3` ...)."""
+    seen: dict[str, int] = {}
+    out = []
+    for run in result.runs:
+        base = label(run)
+        seen[base] = seen.get(base, 0) + 1
+        out.append(base if seen[base] == 1 else f"{base} #{seen[base]}")
+    return out
+
+
+def short(text: str, width: int = 48) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def request_rows(run: PolicyRun) -> list[Any]:
+    """The rows of the agent's own requests (a policy's summarising calls left out)."""
+    return [r for r in run.rows if r.kind == "request"]
+
+
+def window_of(run: PolicyRun, result: RunResult) -> int:
+    """The run's own window (runs priced under several providers differ), else the manifest's."""
+    setup = run.policy.get("setup") or {}
+    return int(setup.get("window") or result.manifest["window"])
+
+
+THRESHOLD_KEYS = ("trigger", "threshold", "compact_above", "max_context", "budget")
+
+
+def thresholds(run: PolicyRun) -> list[tuple[str, int]]:
+    """Token thresholds from a policy's effective parameters: (what, tokens).
+
+    Keys named trigger/threshold/compact_above/... (or ending so) with an integer
+    value count, unless the policy says its trigger counts something else
+    (`trigger_type` other than input_tokens). Pipeline stages are read from
+    their specs with the policy registry's defaults.
+    """
+    out: list[tuple[str, int]] = []
+
+    def scan(name: str, params: dict[str, Any]) -> None:
+        if params.get("trigger_type", "input_tokens") != "input_tokens":
+            return
+        for key, value in sorted(params.items()):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                continue
+            if key in THRESHOLD_KEYS or key.endswith(tuple("_" + k for k in THRESHOLD_KEYS)):
+                text = key.replace("_", " ")
+                out.append((text if text.startswith(name) else f"{name} {text}", value))
+
+    params = run.policy.get("params") or {}
+    stages = params.get("stages")
+    recorded = run.policy.get("stages")
+    if isinstance(recorded, list) and recorded:  # effective parameters of each stage
+        for stage in recorded:
+            if isinstance(stage, dict) and "name" in stage:
+                scan(str(stage["name"]), stage.get("params") or {})
+    elif run.policy["name"] == "pipeline" and isinstance(stages, list):
+        from ctxsim.policies import effective, parse_policy
+
+        for spec in stages:
+            try:
+                stage = effective(parse_policy(str(spec)))
+            except CtxsimError:
+                continue
+            scan(stage["name"], stage["params"])
+    else:
+        scan(run.policy["name"], params)
+    return out
+
+
+# ---------------------------------------------------------------- numbers
+def money(value: Decimal) -> str:
+    """Dollars with thousands separators; small amounts keep four decimals."""
+    value = Decimal(value)
+    if abs(value) < 1:
+        return f"${value.quantize(Decimal('0.0001'), ROUND_HALF_EVEN)}"
+    return f"${value.quantize(Decimal('0.01'), ROUND_HALF_EVEN):,}"
+
+
+def tokens(value: int | None) -> str:
+    return "—" if value is None else f"{value:,}"
+
+
+def pct(value: float) -> str:
+    return f"{value * 100:.2f}%"
+
+
+def change(base: Decimal | float | int, new: Decimal | float | int) -> Decimal | None:
+    """Relative change new/base - 1 as a Decimal; None when base is 0 and new is not."""
+    b, n = Decimal(str(base)), Decimal(str(new))
+    if b == 0:
+        return Decimal(0) if n == 0 else None
+    return n / b - 1
+
+
+def signed_pct(value: Decimal | None) -> str:
+    if value is None:
+        return "new"
+    text = f"{abs(value) * 100:,.1f}%"
+    if text == "0.0%":
+        return "±0.0%"
+    return ("+" if value > 0 else "−") + text

@@ -1,0 +1,97 @@
+"""Tidy tables of a run (pandas): one row per request per policy, per run, per event.
+
+Money stays `Decimal` (object columns): CSV writes it exactly as run.json holds
+it, Parquet stores it as a decimal type. Column order is fixed by the dataclass
+fields, so the same run gives the same CSV bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from typing import Any
+
+from ctxsim.errors import CtxsimError
+from ctxsim.meter import EventRecord, Row
+from ctxsim.run import RunResult
+from ctxsim.reports._common import labels
+
+MONEY = ("cost_usd", "cost_warm_usd", "cost_nocache_usd", "summarize_cost_usd")
+NULLABLE_INT = ("recorded_input_tokens", "recorded_cache_read_tokens")
+
+
+def _manifest_columns(result: RunResult) -> dict[str, Any]:
+    m = result.manifest
+    trace = m.get("trace") or {}
+    cache = m.get("cache_model") or {}
+    return {
+        "trace": trace.get("name"), "trace_digest": trace.get("digest"), "provider": m.get("provider"),
+        "model": m.get("model"), "window": m.get("window"), "output_reserve": m.get("output_reserve"),
+        "tokenizer": m.get("tokenizer"), "cache_model": cache.get("name"), "prices": m.get("prices"),
+        "ctxsim_version": m.get("ctxsim_version"),
+    }
+
+
+def requests_frame(result: RunResult) -> Any:
+    import pandas as pd
+
+    names = [f.name for f in fields(Row)]
+    records = []
+    for label, run in zip(labels(result), result.runs, strict=True):
+        for row in run.rows:
+            record = {"policy": label, "policy_name": run.policy["name"]}
+            record.update((name, getattr(row, name)) for name in names)
+            records.append(record)
+    frame = pd.DataFrame.from_records(records, columns=["policy", "policy_name", *names])
+    for name in NULLABLE_INT:
+        frame[name] = frame[name].astype("Int64")
+    return frame
+
+
+def runs_frame(result: RunResult) -> Any:
+    import pandas as pd
+
+    common = _manifest_columns(result)
+    records = []
+    for label, run in zip(labels(result), result.runs, strict=True):
+        record: dict[str, Any] = {"policy": label, "policy_name": run.policy["name"],
+                                  "params": json.dumps(run.policy.get("params") or {}, sort_keys=True)}
+        for name, value in run.totals.to_json().items():
+            if name == "first_over":
+                for key, request in sorted(value.items()):
+                    record[f"first_over_{key.replace('-', '_')}"] = request
+            elif name in MONEY:
+                record[name] = getattr(run.totals, name)
+            else:
+                record[name] = value
+        record.update(common)
+        records.append(record)
+    frame = pd.DataFrame.from_records(records)
+    for name in frame.columns:
+        if name.startswith("first_over_"):
+            frame[name] = frame[name].astype("Int64")
+    return frame
+
+
+def events_frame(result: RunResult) -> Any:
+    import pandas as pd
+
+    names = [f.name for f in fields(EventRecord)]
+    columns = ["policy", "policy_name", *[n for n in names if n != "policy"], "freed_tokens"]
+    records = []
+    for label, run in zip(labels(result), result.runs, strict=True):
+        for event in run.events:
+            record = {"policy": label, "policy_name": run.policy["name"]}
+            record.update((n, getattr(event, n)) for n in names if n != "policy")
+            record["freed_tokens"] = event.freed_tokens
+            records.append(record)
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+FRAMES = {"requests": requests_frame, "runs": runs_frame, "events": events_frame}
+
+
+def frame(result: RunResult, table: str) -> Any:
+    if table not in FRAMES:
+        raise CtxsimError(f"unknown table {table!r}; known: {', '.join(FRAMES)}")
+    return FRAMES[table](result)

@@ -1,0 +1,262 @@
+"""Markdown: a report that reads well as a GitHub pull-request comment.
+
+One-line verdict, the comparison table, the assumptions line (open-loop replay,
+tokenizer, prices), the charts linked by relative path, then events, the worst
+requests and the policies' parameters in collapsible details. It stays under
+the comment limit (65,536 characters) by showing fewer events and requests,
+and says what it cut.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from ctxsim.reports import Options, ReportInfo, register
+from ctxsim.reports._common import change, labels, money, pct, request_rows, signed_pct, tokens, window_of
+from ctxsim.run import RunResult
+
+WORST = 5
+EVENT_STEPS = (None, 200, 100, 50, 20, 10, 5, 0)  # events shown per policy, tried in turn until it fits
+WORST_STEPS = (WORST, 3, 1, 0)
+PRIMARY_CHARTS = ("context.png", "cost.png")
+
+
+def cell(text: object) -> str:
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
+
+
+def code(text: str) -> str:
+    text = text.replace("\n", " ")
+    if "`" in text:
+        return f"`` {text} ``"
+    return f"`{text}`"
+
+
+def verdict(result: RunResult, names: Sequence[str]) -> str:
+    runs = result.runs
+    base = runs[0]
+    t0 = base.totals
+    if len(runs) == 1:
+        share = t0.peak_context_tokens / window_of(base, result) if window_of(base, result) else 0
+        text = (f"{code(names[0])}: {money(t0.cost_usd)} for {t0.requests:,} requests, peak context "
+                f"{t0.peak_context_tokens:,} tokens ({share * 100:.0f}% of the window), hit rate {pct(t0.hit_rate)}.")
+    else:
+        best_i = min(range(len(runs)), key=lambda i: (runs[i].totals.cost_usd, i))
+        best = runs[best_i].totals
+        if best_i == 0:
+            second_i = min(range(1, len(runs)), key=lambda i: (runs[i].totals.cost_usd, i))
+            second = runs[second_i].totals
+            text = (f"the baseline {code(names[0])} is the cheapest at {money(t0.cost_usd)}; the next, "
+                    f"{code(names[second_i])}, costs {money(second.cost_usd)} "
+                    f"({signed_pct(change(t0.cost_usd, second.cost_usd))}).")
+        else:
+            text = (f"{code(names[best_i])} is the cheapest: {money(best.cost_usd)} against "
+                    f"{money(t0.cost_usd)} for {code(names[0])} ({signed_pct(change(t0.cost_usd, best.cost_usd))}), "
+                    f"peak context {best.peak_context_tokens:,} against {t0.peak_context_tokens:,} tokens.")
+    over = [(names[i], run.totals.first_over.get("window-reserve")) for i, run in enumerate(runs)]
+    over = [(n, r) for n, r in over if r is not None]
+    if over:
+        text += " ⚠️ " + "; ".join(f"{code(n)} passes the window minus the output reserve at request {r:,}"
+                                    for n, r in over) + "."
+    else:
+        text += " No policy passes the window minus the output reserve."
+    return "**Verdict:** " + text[0].upper() + text[1:]
+
+
+def comparison(result: RunResult, names: Sequence[str]) -> list[str]:
+    base = result.runs[0].totals
+    head = ["policy", "cost (cached)", f"vs {code(names[0])}", "no cache", "hit rate", "peak context",
+            "p95 context", "first over window − reserve", "events", "rewrites"]
+    lines = ["| " + " | ".join(head) + " |", "|:--|" + "--:|" * (len(head) - 1)]
+    cheapest = min(r.totals.cost_usd for r in result.runs)
+    for i, run in enumerate(result.runs):
+        t = run.totals
+        window = window_of(run, result)
+        share = f" ({t.peak_context_tokens / window * 100:.0f}%)" if window else ""
+        first = t.first_over.get("window-reserve")
+        name = code(names[i]) + (" **cheapest**" if len(result.runs) > 1 and t.cost_usd == cheapest else "")
+        cells = [
+            name, money(t.cost_usd), "—" if i == 0 else signed_pct(change(base.cost_usd, t.cost_usd)),
+            money(t.cost_nocache_usd), pct(t.hit_rate), f"{t.peak_context_tokens:,}{share}",
+            f"{t.p95_context_tokens:,}", "never" if first is None else f"request {first:,}", f"{t.events:,}",
+            f"{t.rewrites:,}",
+        ]
+        lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
+    return lines
+
+
+def assumptions(result: RunResult) -> str:
+    m = result.manifest
+    trace = m.get("trace") or {}
+    exact = " (exact)" if m.get("tokenizer_exact") else " (estimate)"
+    tokenizer_text = f"tokenizer {m.get('tokenizer', '?')}{exact}"
+    used = sorted({str((r.policy.get("setup") or {}).get("tokenizer") or m.get("tokenizer")) for r in result.runs})
+    if len(used) > 1:
+        tokenizer_text = "tokenizers " + ", ".join(used) + " (per policy; chars4 and bytes4 are estimates)"
+    price_date = m.get("price_date") or m.get("prices_date")
+    prices = f"prices {m.get('prices', '?')}" + (f" as of {price_date}" if price_date else "")
+    digest = str(trace.get("digest", ""))
+    requests = max((r.totals.requests for r in result.runs), default=0)
+    parts = [
+        m.get("assumption") or "open-loop replay: the agent's recorded outputs are replayed unchanged",
+        tokenizer_text,
+        prices,
+        f"output reserve {int(m.get('output_reserve') or 0):,}",
+        priced_as(result),
+        f"trace {trace.get('name', '?')} {code(digest[:19])} ({requests:,} requests)",
+        f"ctxsim {m.get('ctxsim_version', '?')}",
+    ]
+    if m.get("seed") is not None:
+        parts.append(f"seed {m['seed']}")
+    notes = [str(n) for n in m.get("price_notes") or []]
+    line = "<sub>**Assumptions:** " + " · ".join(cell(p) for p in parts) + "</sub>"
+    if notes:
+        line += "\n\n<sub>" + " ".join(cell(n) for n in notes) + "</sub>"
+    return line
+
+
+def _cache_text(cache: dict) -> str:
+    params = cache.get("params") or {}
+    ttl = f" (ttl {params['ttl']})" if params.get("ttl") else ""
+    return f"cache model {cache.get('name', '?')}{ttl}"
+
+
+def priced_as(result: RunResult) -> str:
+    """`provider model, window N, cache model X`, or each setup with its policy count when runs differ."""
+    m = result.manifest
+    setups: dict[str, int] = {}
+    for run in result.runs:
+        setup = run.policy.get("setup") or {}
+        key = (f"{setup.get('provider') or m.get('provider', '?')} {setup.get('model') or m.get('model', '?')}, "
+               f"window {window_of(run, result):,}, {_cache_text(setup.get('cache_model') or m.get('cache_model') or {})}")
+        setups[key] = setups.get(key, 0) + 1
+    if len(setups) <= 1:
+        return next(iter(setups), f"{m.get('provider', '?')} {m.get('model', '?')}")
+    return "priced as " + "; ".join(f"{k} ({n} polic{'y' if n == 1 else 'ies'})" for k, n in setups.items())
+
+
+def chart_section(links: Sequence[tuple[str, str]]) -> list[str]:
+    if not links:
+        return []
+    primary = [(t, p) for t, p in links if p.rsplit("/", 1)[-1] in PRIMARY_CHARTS]
+    other = [(t, p) for t, p in links if (t, p) not in primary]
+    out = ["", "#### Charts", ""]
+    out += [f"![{t}]({p})" for t, p in primary]
+    if other:
+        out += ["", "<details><summary>More charts: " + ", ".join(t for t, _ in other) + "</summary>", ""]
+        out += [f"![{t}]({p})" for t, p in other]
+        out += ["", "</details>"]
+    out += ["", "<sub>Each chart also as SVG beside the PNG.</sub>"]
+    return out
+
+
+def events_section(result: RunResult, names: Sequence[str], per_policy: int | None) -> tuple[list[str], int]:
+    total = sum(len(r.events) for r in result.runs)
+    if not total:
+        return ["", "<details><summary>Events: none</summary>", "", "No policy edited the context and no "
+                "request passed the window.", "", "</details>"], 0
+    kinds = Counter(e.kind for r in result.runs for e in r.events)
+    summary = ", ".join(f"{k} {n:,}" for k, n in sorted(kinds.items()))
+    out = ["", f"<details><summary>Events: {total:,} ({summary})</summary>", ""]
+    cut = 0
+    if per_policy != 0:
+        out += ["| policy | request | event | what | context before | after | freed |",
+                "|:--|--:|:--|:--|--:|--:|--:|"]
+    for name, run in zip(names, result.runs, strict=True):
+        shown = run.events if per_policy is None else run.events[:per_policy]
+        cut += len(run.events) - len(shown)
+        for e in shown:
+            sized = e.kind not in ("threshold", "overflow")
+            out.append("| " + " | ".join(cell(c) for c in [
+                code(name), f"{e.request:,}", e.kind, e.note,
+                f"{e.tokens_before:,}" if sized else "—", f"{e.tokens_after:,}" if sized else "—",
+                f"{e.freed_tokens:,}" if sized else "—"]) + " |")
+    if cut:
+        out += ["", f"_{cut:,} more events not shown (see events.csv)._"]
+    out += ["", "</details>"]
+    return out, cut
+
+
+def worst_section(result: RunResult, names: Sequence[str], per_policy: int) -> list[str]:
+    if per_policy == 0:
+        return []
+    out = ["", f"<details><summary>Worst requests: the {per_policy} most expensive per policy</summary>", "",
+           "| policy | request | context | cache read | cache write | uncached | output | cost | no cache |",
+           "|:--|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for name, run in zip(names, result.runs, strict=True):
+        worst = sorted(request_rows(run), key=lambda r: (-r.cost_usd, r.request))[:per_policy]
+        for r in sorted(worst, key=lambda r: r.request):
+            out.append("| " + " | ".join(cell(c) for c in [
+                code(name), f"{r.request:,}", tokens(r.context_tokens), tokens(r.cache_read_tokens),
+                tokens(r.cache_write_tokens + r.cache_write_1h_tokens), tokens(r.uncached_tokens),
+                tokens(r.output_tokens), money(r.cost_usd), money(r.cost_nocache_usd)]) + " |")
+    out += ["", "</details>"]
+    return out
+
+
+def params_section(result: RunResult, names: Sequence[str], width: int | None) -> list[str]:
+    out = ["", "<details><summary>Policies and their effective parameters</summary>", ""]
+    for name, run in zip(names, result.runs, strict=True):
+        params = run.policy.get("params") or {}
+        shown = ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in sorted(params.items()))
+        if width is not None and len(shown) > width:
+            shown = shown[: width - 1] + "…"
+        out.append(f"- {code(name)} ({run.policy['name']}): " + (code(shown) if shown else "no parameters"))
+    out += ["", "</details>"]
+    return out
+
+
+def build(result: RunResult, options: Options, per_policy: int | None, worst: int, width: int | None,
+          ) -> tuple[str, int]:
+    names = labels(result)
+    trace = (result.manifest.get("trace") or {}).get("name", "?")
+    n = len(result.runs)
+    lines = [f"### ctxsim: {cell(trace)}, {n} polic{'y' if n == 1 else 'ies'}", "", verdict(result, names), ""]
+    lines += comparison(result, names)
+    lines += ["", assumptions(result)]
+    lines += chart_section(options.charts)
+    events, cut = events_section(result, names, per_policy)
+    lines += events
+    lines += worst_section(result, names, worst)
+    lines += params_section(result, names, width)
+    return "\n".join(lines) + "\n", cut
+
+
+def render(result: RunResult, fmt: str, options: Options) -> str:
+    budget = options.limit - 400  # room for the note on what was cut
+    text, cut = build(result, options, None, WORST, None)
+    if len(text) < options.limit:
+        return text
+    for width in (None, 300):
+        for worst in WORST_STEPS:
+            for per_policy in EVENT_STEPS:
+                text, cut = build(result, options, per_policy, worst, width)
+                if len(text) <= budget:
+                    return text + "\n" + cut_note(result, cut, worst, width, options.limit)
+    # Still too long (a great many policies): keep the head, drop the rest.
+    head = text[:budget].rsplit("\n", 1)[0]
+    return head + "\n\n" + cut_note(result, cut, 0, width, options.limit, truncated=True)
+
+
+def cut_note(result: RunResult, cut_events: int, worst: int, width: int | None, limit: int,
+             truncated: bool = False) -> str:
+    parts = []
+    if cut_events:
+        parts.append(f"{cut_events:,} of {sum(len(r.events) for r in result.runs):,} events")
+    if worst < WORST:
+        parts.append(f"worst requests beyond {worst} per policy")
+    if width is not None:
+        parts.append(f"policy parameters beyond {width} characters")
+    if truncated:
+        parts.append("everything after this point")
+    what = ", ".join(parts) or "nothing"
+    return (f"<sub>✂️ Cut to fit a PR comment ({limit:,} characters): {what} not shown; "
+            f"the full data is in run.json, events.csv and requests.csv.</sub>\n")
+
+
+def bundle(result: RunResult) -> list[tuple[str, str, Options]]:
+    return [("report.md", "md", Options())]
+
+
+register(ReportInfo("markdown", ("md",), "Markdown report for a PR comment", render, __name__, bundle=bundle))

@@ -1,0 +1,23 @@
+"""Table: the terminal tables of `ctxsim replay` (summary, context per request, events).
+
+Rich tables on a terminal, aligned plain text otherwise (stable bytes, no colour).
+"""
+
+from __future__ import annotations
+
+import io
+
+from ctxsim.reports import Options, ReportInfo, register
+from ctxsim.run import RunResult
+
+
+def render(result: RunResult, fmt: str, options: Options) -> str:
+    from ctxsim.render.terminal import emit
+
+    out = io.StringIO()
+    emit(result, out, None, options.terminal)
+    return out.getvalue()
+
+
+register(ReportInfo("table", ("table",), "Terminal tables: summary, context per request, events", render,
+                    __name__))

@@ -1,0 +1,542 @@
+"""Reports: pure functions of run.json. Round trip, registry contract, determinism, atomic
+writes, Markdown size, tidy tables, the diff gate, composition, progress."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from dataclasses import replace
+from decimal import Decimal
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxsim.cli import app
+from ctxsim.errors import CtxsimError
+from ctxsim.meter import EventRecord
+from ctxsim.run import RunResult
+from ctxsim.reports import FORMATS, Options, charts, render, reports, write_bundle, write_file
+from ctxsim.reports._common import dumps_run, load_run, thresholds
+from ctxsim.reports.composition import Composition, record
+from ctxsim.reports.pareto import pareto_front
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACE = ROOT / "traces" / "billing-session.jsonl"
+CTXSIM = Path(sys.executable).with_name("ctxsim")
+CLEAR = "clear:trigger=30000,keep=3,clear_at_least=10000"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped trace replayed under none and clear, saved as run.json."""
+    from ctxsim.api import replay_trace
+
+    path = tmp_path_factory.mktemp("run") / "run.json"
+    replay_trace(str(TRACE), ["none", CLEAR]).save(path)
+    return path
+
+
+@pytest.fixture
+def result(saved: Path) -> RunResult:
+    return load_run(saved)
+
+
+@pytest.fixture(scope="module")
+def with_composition(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same trace replayed with the optional composition block recorded."""
+    from ctxsim.counting import MessageSizer
+    from ctxsim.engine import Replayer
+    from ctxsim.formats import read_trace
+    from ctxsim.policies import parse_policy
+    from ctxsim.run import manifest
+    from ctxsim.tokens import TokenCounter, get_tokenizer
+
+    replayer = Replayer(read_trace(str(TRACE)), MessageSizer(TokenCounter(get_tokenizer("chars4"))))
+    runs = []
+    for spec in ("none", CLEAR):
+        run = record(replayer, parse_policy(spec))
+        run.policy["label"] = spec
+        runs.append(run)
+    path = tmp_path_factory.mktemp("comp") / "run.json"
+    write_file(path, dumps_run(RunResult(manifest(replayer, str(TRACE)), runs)))
+    return path
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def scaled(result: RunResult, policy_index: int, factor: Decimal) -> RunResult:
+    """A copy with one run's per-request costs scaled (totals follow on load)."""
+    out = copy.deepcopy(result)
+    run = out.runs[policy_index]
+    run.rows = [replace(r, cost_usd=r.cost_usd * factor) for r in run.rows]
+    return out
+
+
+# ---------------------------------------------------------------- the artefact
+def test_run_json_round_trips_to_the_same_objects(saved: Path, result: RunResult):
+    again = RunResult.load(saved)
+    assert again.dumps() == saved.read_text(encoding="utf-8")  # load + save = same bytes
+    assert dumps_run(result) == saved.read_text(encoding="utf-8")  # no composition: same bytes as RunResult
+    assert [r.rows for r in again.runs] == [r.rows for r in result.runs]
+    assert [r.events for r in again.runs] == [r.events for r in result.runs]
+    assert [r.totals for r in again.runs] == [r.totals for r in result.runs]
+    row = result.runs[1].rows[-1]
+    assert isinstance(row.cost_usd, Decimal) and isinstance(result.runs[1].totals.cost_usd, Decimal)
+    m = result.manifest
+    assert json.loads(saved.read_text())["schema"] == "ctxsim.run/1"
+    for key in ("ctxsim_version", "trace", "provider", "model", "tokenizer", "cache_model", "prices", "seed"):
+        assert key in m, key
+    assert m["trace"]["digest"].startswith("sha256:") and m["trace"]["name"] == "billing-session"
+    assert result.runs[1].policy["params"]["trigger"] == 30000  # effective parameters recorded
+
+
+def test_load_errors_are_one_line(tmp_path: Path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"schema": "ctxsim.run/1", "manifest": {}, "runs": [{"rows": []}]}))
+    for path, message in ((tmp_path / "missing.json", "no such file"), (bad, "not a ctxsim run artefact"),
+                          (other, "not a valid ctxsim run artefact"), (tmp_path, "is a folder")):
+        with pytest.raises(CtxsimError, match=message):
+            load_run(path)
+        res = invoke("report", path)
+        assert res.exit_code == 2, res.output
+        assert res.stderr.count("\n") == 1 and res.stderr.startswith("ctxsim: error:")
+        assert "Traceback" not in res.output
+
+
+# ---------------------------------------------------------------- registry contract
+def test_registry_names_are_module_names():
+    table = reports()
+    assert {"table", "markdown", "csv", "parquet", "context", "cost", "tokens", "composition", "pareto"} <= set(table)
+    for name, info in table.items():
+        assert info.module == f"ctxsim.reports.{name}"
+        assert set(info.formats) <= set(FORMATS)
+
+
+@pytest.mark.parametrize("name", sorted(reports()))
+def test_every_report_renders_every_format(name: str, with_composition: Path):
+    result = load_run(with_composition)
+    info = reports()[name]
+    for fmt in info.formats:
+        out = render(name, result, fmt)
+        assert out, (name, fmt)
+        if fmt == "png":
+            assert out[:8] == PNG_MAGIC
+        elif fmt == "svg":
+            assert b"<svg" in out[:500] and b"<dc:date>" not in out  # no creation date
+            ElementTree.fromstring(out)  # well-formed XML
+        elif fmt == "parquet":
+            assert out[:4] == b"PAR1"
+        elif fmt == "md":
+            assert out.startswith("### ctxsim") and len(out) < 65_536
+        elif fmt == "csv":
+            assert out.splitlines()[0].startswith("policy,")
+        else:
+            assert "summary" in out
+
+
+def test_png_carries_no_software_or_date_stamp(result: RunResult):
+    png = render("context", result, "png")
+    assert b"Software" not in png and b"matplotlib" not in png.lower()
+
+
+# ---------------------------------------------------------------- determinism
+def _run(*args: str, cwd: Path) -> None:
+    done = subprocess.run([str(CTXSIM), *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+
+
+def test_same_commands_twice_give_identical_bytes(tmp_path: Path):
+    """replay -o run.json, then report -o bundle/: run twice, in fresh processes."""
+    outputs = []
+    for attempt in ("a", "b"):
+        folder = tmp_path / attempt
+        folder.mkdir()
+        _run("replay", str(TRACE), "--policy", "none", "--policy", CLEAR, "-o", "run.json", cwd=folder)
+        _run("report", "run.json", "-o", "bundle/", cwd=folder)
+        files = {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+        outputs.append(files)
+    a, b = outputs
+    assert set(a) == set(b)
+    names = {p.name for p in a}
+    assert {"run.json", "report.md", "requests.csv", "runs.csv", "events.csv", "context.png", "context.svg",
+            "cost.png", "tokens.svg", "pareto.png"} <= names
+    for path in a:
+        if path.suffix != ".parquet":  # Parquet embeds writer metadata: not promised stable
+            assert a[path] == b[path], f"{path} differs between two identical runs"
+    assert a[Path("run.json")] == a[Path("bundle/run.json")]  # the bundle's run.json is the artefact
+
+
+def test_bundle_twice_in_process_is_identical(tmp_path: Path, with_composition: Path):
+    result = load_run(with_composition)
+    first = write_bundle(result, tmp_path / "one")
+    second = write_bundle(result, tmp_path / "two")
+    assert [p.name for p in first] == [p.name for p in second]
+    assert "composition.png" in {p.name for p in first}
+    for p, q in zip(first, second, strict=True):
+        if p.suffix != ".parquet":
+            assert p.read_bytes() == q.read_bytes(), p.name
+    assert (tmp_path / "one" / "run.json").read_text() == with_composition.read_text()
+
+
+# ---------------------------------------------------------------- atomic replacement
+def test_interrupted_bundle_keeps_the_old_files(tmp_path: Path, result: RunResult, monkeypatch):
+    folder = tmp_path / "bundle"
+    write_bundle(result, folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    smaller = RunResult(result.manifest, result.runs[:1])  # a different report
+
+    import ctxsim.fileio
+
+    def interrupted(src, dst):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ctxsim.fileio.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_bundle(smaller, folder)
+    monkeypatch.undo()
+    after = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert after == before  # nothing replaced, no temporary file left behind
+    write_bundle(smaller, folder)
+    assert (folder / "report.md").read_bytes() != before["report.md"]
+
+
+def test_killed_mid_write_leaves_the_old_file(tmp_path: Path, result: RunResult):
+    """A process killed half-way through writing report.md leaves the old report, whole."""
+    target = tmp_path / "report.md"
+    old = render("markdown", result, "md")
+    write_file(target, old)
+    new_result = RunResult(result.manifest, result.runs[:1])
+    child = textwrap.dedent(f"""
+        import sys, time
+        from contextlib import contextmanager
+        import ctxsim.reports as reports
+        from ctxsim.reports import render, write_file
+        from ctxsim.reports._common import load_run
+        from ctxsim.run import RunResult
+
+        real = reports.atomic_write
+
+        @contextmanager
+        def slow(path, mode="w"):
+            with real(path, mode) as out:
+                class Half:
+                    def write(self, data):
+                        out.write(data[: len(data) // 2])
+                        out.flush()
+                        print("half", flush=True)
+                        time.sleep(120)
+                        out.write(data[len(data) // 2 :])
+                yield Half()
+
+        reports.atomic_write = slow
+        result = load_run({str(tmp_path / 'run.json')!r})
+        write_file({str(target)!r}, render("markdown", result, "md"))
+    """)
+    new_result.save(tmp_path / "run.json")
+    proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "half"
+        assert target.read_text(encoding="utf-8") == old  # mid-write: the old file is still there
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert target.read_text(encoding="utf-8") == old  # killed: the old file, whole
+    write_file(target, render("markdown", new_result, "md"))
+    assert target.read_text(encoding="utf-8") != old
+
+
+def test_a_crashing_renderer_leaves_the_existing_chart_untouched(tmp_path: Path, saved: Path, monkeypatch):
+    out = tmp_path / "context.png"
+    assert invoke("report", saved, "-o", out).exit_code == 0
+    old = out.read_bytes()
+    import ctxsim.reports._plot as plot
+
+    def broken(fig, fmt):
+        raise RuntimeError("renderer crashed half-way")
+
+    monkeypatch.setattr(plot, "save", broken)
+    res = invoke("report", saved, "-o", out, "--chart", "cost")
+    assert res.exit_code != 0
+    assert out.read_bytes() == old and [p.name for p in tmp_path.iterdir()] == ["context.png"]
+
+
+# ---------------------------------------------------------------- report command
+def test_format_is_guessed_from_the_output_path(tmp_path: Path, saved: Path):
+    cases = {"r.md": lambda b: b.startswith(b"### ctxsim"), "r.csv": lambda b: b.startswith(b"policy,"),
+             "r.png": lambda b: b[:8] == PNG_MAGIC, "r.svg": lambda b: b"<svg" in b[:500],
+             "r.parquet": lambda b: b[:4] == b"PAR1", "r.txt": lambda b: b"summary" in b}
+    for name, check in cases.items():
+        res = invoke("report", saved, "-o", tmp_path / name)
+        assert res.exit_code == 0, (name, res.output)
+        assert check((tmp_path / name).read_bytes()), name
+    # the md written to a file gets its charts beside it, linked by relative path
+    text = (tmp_path / "r.md").read_text(encoding="utf-8")
+    assert "![Context size per request](context.png)" in text and (tmp_path / "context.png").exists()
+
+
+def test_report_to_stdout_and_errors(tmp_path: Path, saved: Path):
+    res = invoke("report", saved, "-f", "csv", "--table", "runs")
+    assert res.exit_code == 0 and res.stdout.startswith("policy,policy_name,params,")
+    assert len(res.stdout.strip().splitlines()) == 3  # header + two policies
+    res = invoke("report", saved)
+    assert res.exit_code == 0 and "summary" in res.stdout and "\x1b[" not in res.stdout
+    for args, message in [
+        (["-f", "pdf"], "unknown format"),
+        (["-o", tmp_path / "x.docx"], "cannot tell the format"),
+        (["-f", "parquet"], "give the file to write with -o"),
+        (["-f", "png"], "give -o"),
+        (["-f", "csv", "-o", tmp_path / "x.png"], "looks like png"),
+        (["-o", tmp_path / "c.png", "--chart", "composition"], "no `composition` block"),
+        (["-o", tmp_path / "c.png", "--chart", "nope"], "unknown chart"),
+        (["-f", "csv", "--table", "nope"], "unknown table"),
+    ]:
+        res = invoke("report", saved, *args)
+        assert res.exit_code == 2, (args, res.output)
+        assert message in res.stderr and res.stderr.count("\n") == 1, (args, res.stderr)
+
+
+def test_charts_into_a_folder_skip_what_the_run_cannot_draw(tmp_path: Path, saved: Path):
+    res = invoke("report", saved, "-f", "svg", "-o", tmp_path / "charts")
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in (tmp_path / "charts").iterdir()) == [
+        "context.svg", "cost.svg", "pareto.svg", "tokens.svg"]
+    assert "skipped chart composition" in res.stderr
+
+
+# ---------------------------------------------------------------- markdown
+def test_markdown_reads_as_a_pr_comment(result: RunResult):
+    text = render("markdown", result, "md", Options(charts=(("Context size per request", "context.png"),)))
+    lines = text.splitlines()
+    verdict = next(line for line in lines if line.startswith("**Verdict:**"))
+    assert f"`{CLEAR}` is the cheapest" in verdict and "−" in verdict  # a saving, with its sign
+    assert "| `none` |" in text and f"| `{CLEAR}` **cheapest** |" in text
+    assert "open-loop replay" in text and "tokenizer o200k_base" in text and "prices genai-prices" in text
+    assert "![Context size per request](context.png)" in text
+    assert text.count("<details>") == text.count("</details>") >= 3
+    assert "<summary>Events: 7 (clear 7)</summary>" in text
+    assert "$1.96" in text  # money with cents; thousands separators in token counts:
+    assert "139,672" in text
+
+
+def test_markdown_fits_a_comment_and_says_what_it_cut(result: RunResult):
+    big = copy.deepcopy(result)
+    run = big.runs[1]
+    template = run.events[0]
+    run.events = [replace(template, request=1 + i % 60, note=f"cleared {i} tool results | with a pipe")
+                  for i in range(6000)]
+    text = render("markdown", big, "md")
+    assert len(text) < 65_536
+    assert "Cut to fit a PR comment" in text and "of 6,000 events" in text
+    assert "\\| with a pipe" in text  # pipes escaped inside table cells
+    small = render("markdown", result, "md")
+    assert "Cut to fit" not in small
+
+
+def test_single_policy_verdict(result: RunResult):
+    one = RunResult(result.manifest, result.runs[:1])
+    text = render("markdown", one, "md")
+    assert "**Verdict:** `none`: $1.96 for 60 requests, peak context 139,672 tokens (70% of the window)" in text
+
+
+# ---------------------------------------------------------------- tidy tables
+def test_csv_keeps_money_exact_and_tidy(result: RunResult):
+    import pandas as pd
+
+    text = render("csv", result, "csv", Options(table="requests"))
+    frame = pd.read_csv(io.StringIO(text), dtype={"cost_usd": str})
+    assert len(frame) == sum(len(r.rows) for r in result.runs)
+    assert list(frame["cost_usd"]) == [str(row.cost_usd) for run in result.runs for row in run.rows]
+    for label, run in zip(["none", CLEAR], result.runs, strict=True):
+        total = sum((Decimal(v) for v in frame.loc[frame["policy"] == label, "cost_usd"]), Decimal(0))
+        assert total == run.totals.cost_usd
+    runs = pd.read_csv(io.StringIO(render("csv", result, "csv", Options(table="runs"))), dtype=str)
+    assert list(runs["cost_usd"]) == [str(r.totals.cost_usd) for r in result.runs]
+    assert list(runs["peak_context_tokens"]) == [str(r.totals.peak_context_tokens) for r in result.runs]
+    events = pd.read_csv(io.StringIO(render("csv", result, "csv", Options(table="events"))))
+    assert len(events) == 7 and (events["freed_tokens"] == events["tokens_before"] - events["tokens_after"]).all()
+
+
+def test_parquet_keeps_decimals(result: RunResult):
+    import pandas as pd
+
+    frame = pd.read_parquet(io.BytesIO(render("parquet", result, "parquet", Options(table="runs"))))
+    assert [Decimal(v) for v in frame["cost_usd"]] == [r.totals.cost_usd for r in result.runs]
+
+
+# ---------------------------------------------------------------- charts' inputs
+def test_pareto_front():
+    points = [(100.0, Decimal("2")), (50.0, Decimal("3")), (60.0, Decimal("3.5")), (10.0, Decimal("9")),
+              (100.0, Decimal("2"))]
+    assert pareto_front(points) == [0, 1, 3, 4]  # 2 is beaten by 1; equal points both stay
+
+
+def test_thresholds_come_from_effective_parameters(result: RunResult):
+    assert thresholds(result.runs[0]) == []
+    assert thresholds(result.runs[1]) == [("clear trigger", 30000)]
+    run = copy.deepcopy(result.runs[1])
+    run.policy["params"]["trigger_type"] = "tool_uses"  # counts tool uses, not tokens: no line
+    assert thresholds(run) == []
+
+
+# ---------------------------------------------------------------- composition
+def test_composition_sums_to_the_context_and_round_trips(with_composition: Path):
+    result = load_run(with_composition)
+    for run in result.runs:
+        comp = run.composition
+        context = {r.request: r.context_tokens for r in run.rows if r.kind == "request"}
+        assert comp.requests == sorted(context)
+        assert all(sum(tokens) == context[q] for q, tokens in zip(comp.requests, comp.tokens, strict=True))
+        assert comp.columns[0] == "tools+system" and any(c.startswith("tool:") for c in comp.columns)
+    cleared = result.runs[1].composition.series().get("cleared")
+    assert cleared and cleared[-1] > 0  # the clear policy's stubs show as their own band
+    assert "cleared" not in result.runs[0].composition.columns
+    assert dumps_run(result) == with_composition.read_text(encoding="utf-8")
+    assert result.runs[1].policy["name"] == "clear" and "stages" not in result.runs[1].policy
+    plain = RunResult.load(with_composition)  # RunResult ignores the block it does not know
+    assert plain.runs[0].rows == result.runs[0].rows
+    with pytest.raises(CtxsimError):
+        Composition.from_json({"version": 1, "columns": ["a"], "requests": [1], "tokens": [[1, 2]]})
+
+
+def test_composition_chart_is_skipped_without_the_block(tmp_path: Path, result: RunResult):
+    assert "composition" in charts()
+    written = {p.name for p in write_bundle(result, tmp_path)}
+    assert "composition.png" not in written and "context.png" in written
+    assert "composition.png" not in (tmp_path / "report.md").read_text(encoding="utf-8")
+    with pytest.raises(CtxsimError, match="no `composition` block"):
+        render("composition", result, "png")
+
+
+# ---------------------------------------------------------------- diff
+def test_diff_fails_on_a_cost_regression_above_the_threshold(tmp_path: Path, result: RunResult):
+    base, new = tmp_path / "base.json", tmp_path / "new.json"
+    result.save(base)
+    scaled(result, 1, Decimal("1.10")).save(new)  # clear costs 10% more
+    res = invoke("diff", base, new, "--fail-above", "5%")
+    assert res.exit_code == 1, res.output
+    assert "regression" in res.stdout and "+10.0%" in res.stdout
+    assert "ctxsim: regression:" in res.stderr and "over the 5% gate" in res.stderr
+    assert invoke("diff", base, new, "--fail-above", "15%").exit_code == 0  # below the threshold
+    assert invoke("diff", base, new, "--fail-above", "15").exit_code == 0  # % sign optional
+    assert invoke("diff", base, new).exit_code == 0  # no gate: report only
+    assert invoke("diff", new, base, "--fail-above", "5%").exit_code == 0  # cheaper is not a regression
+
+
+def test_diff_is_direction_aware_for_hit_rate(tmp_path: Path, result: RunResult):
+    worse = copy.deepcopy(result)
+    run = worse.runs[1]
+    run.rows = [replace(r, cache_read_tokens=r.cache_read_tokens // 2,
+                        uncached_tokens=r.uncached_tokens + r.cache_read_tokens - r.cache_read_tokens // 2)
+                for r in run.rows]
+    base, new = tmp_path / "base.json", tmp_path / "new.json"
+    result.save(base)
+    worse.save(new)
+    assert load_run(new).runs[1].totals.hit_rate < result.runs[1].totals.hit_rate
+    assert invoke("diff", base, new, "--fail-above", "5%", "--metric", "hit_rate").exit_code == 1
+    assert invoke("diff", new, base, "--fail-above", "5%", "--metric", "hit_rate").exit_code == 0  # went up
+    assert invoke("diff", base, new, "--fail-above", "5%", "--metric", "cost").exit_code == 0  # costs untouched
+
+
+def test_diff_markdown_and_json(tmp_path: Path, result: RunResult):
+    base, new, md = tmp_path / "base.json", tmp_path / "new.json", tmp_path / "diff.md"
+    result.save(base)
+    changed = scaled(result, 1, Decimal("1.25"))
+    changed.runs[1].policy = {**changed.runs[1].policy, "label": "clear:trigger=40000",
+                              "params": {**changed.runs[1].policy["params"], "trigger": 40000}}
+    changed.save(new)
+    res = invoke("diff", base, new, "--fail-above", "5%", "-m", "cost,peak", "-o", md)
+    assert res.exit_code == 1
+    text = md.read_text(encoding="utf-8")
+    assert text.startswith("### ctxsim diff: ❌ cost regressed by more than 5%")
+    assert f"`clear:trigger=40000` (was `{CLEAR}`)" in text  # paired by policy name
+    assert "$1.10 → $1.37 (+25.0%) ❌" in text and "trigger: 30000 → 40000" in text
+    data = json.loads(invoke("diff", base, new, "--fail-above", "5%", "--json").stdout)
+    assert data["failed"] is True and data["threshold"] == "0.05"
+    statuses = {c["metric"]: c["status"] for c in data["pairs"][1]["changes"]}
+    assert statuses["cost"] == "regression" and data["pairs"][0]["changes"][0]["status"] == "same"
+
+
+def test_diff_bad_input_exits_2(tmp_path: Path, saved: Path):
+    for args, message in [([saved, tmp_path / "nope.json"], "no such file"),
+                          ([saved, saved, "--fail-above", "lots"], "expected a percentage"),
+                          ([saved, saved, "--metric", "vibes"], "unknown metric")]:
+        res = invoke("diff", *args)
+        assert res.exit_code == 2 and message in res.stderr and res.stderr.count("\n") == 1
+
+
+def test_diff_warns_when_traces_differ(tmp_path: Path, result: RunResult):
+    other = copy.deepcopy(result)
+    other.manifest["trace"]["digest"] = "sha256:" + "0" * 64
+    base, new = tmp_path / "base.json", tmp_path / "new.json"
+    result.save(base)
+    other.save(new)
+    res = invoke("diff", base, new, "--md")
+    assert res.exit_code == 0 and "replay different traces" in res.stdout
+
+
+# ---------------------------------------------------------------- progress
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_draws_on_a_terminal_only(capsys):
+    from ctxsim.render.progress import progress_bar
+
+    piped = io.StringIO()
+    with progress_bar(10, stream=piped, delay_s=0) as advance:
+        for _ in range(10):
+            advance(1)
+    assert piped.getvalue() == ""
+
+    tty = FakeTerminal()
+    with progress_bar(10, "replaying", stream=tty, delay_s=0) as advance:
+        for _ in range(10):
+            advance(1)
+    assert "replaying" in tty.getvalue()
+    captured = capsys.readouterr()
+    assert captured.out == ""  # never on stdout
+
+
+def test_progress_callback_fits_the_engine(capsys):
+    from ctxsim.counting import MessageSizer
+    from ctxsim.engine import Replayer
+    from ctxsim.formats import read_trace
+    from ctxsim.policies import parse_policy
+    from ctxsim.render.progress import progress_bar
+    from ctxsim.tokens import TokenCounter, get_tokenizer
+
+    replayer = Replayer(read_trace(str(TRACE)), MessageSizer(TokenCounter(get_tokenizer("chars4"))))
+    calls = []
+    tty = FakeTerminal()
+    with progress_bar(60, stream=tty, delay_s=0) as advance:
+        run = replayer.run(parse_policy("none"), progress=lambda n: (calls.append(n), advance(n)))
+    assert sum(calls) == run.totals.requests == 60
+    assert "60/60" in tty.getvalue()
+    with progress_bar(60) as advance:  # stderr is not a terminal under pytest: a no-op
+        replayer.run(parse_policy("none"), progress=advance)
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
+
+
+def test_event_kinds_are_marked(result: RunResult):
+    """An overflow event in the run still draws (its marker has a legend entry)."""
+    loud = copy.deepcopy(result)
+    loud.runs[0].events = [EventRecord(54, "s", "none", "overflow", "context passes the window")]
+    assert render("context", loud, "png") != render("context", result, "png")
