@@ -16,6 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from ctxsim.caching import CacheModel, CacheResult, CacheSpec, cache_spec
+from ctxsim.composition import HEAD, Composition
 from ctxsim.counting import Framing, MessageSizer, blocks
 from ctxsim.history import History, SideCall
 from ctxsim.meter import EventRecord, Row, Totals
@@ -80,6 +81,7 @@ class PolicyRun:
     rows: list[Row]
     events: list[EventRecord]
     totals: Totals
+    composition: Composition | None = None
 
 
 @dataclass
@@ -87,6 +89,7 @@ class _RunState:
     rows: list[Row] = field(default_factory=list)
     events: list[EventRecord] = field(default_factory=list)
     requests: int = 0
+    composition: list[tuple[int, dict[str, int]]] = field(default_factory=list)
 
 
 @dataclass
@@ -121,7 +124,7 @@ class Replayer:
         for session in self.trace.sessions:
             self._session(session, policy, state, progress)
         totals = Totals.of(state.rows, len(state.events), self.resolved.window, self.setup.output_reserve)
-        return PolicyRun(effective(policy), state.rows, state.events, totals)
+        return PolicyRun(effective(policy), state.rows, state.events, totals, Composition.of(state.composition))
 
     def _session(self, session: Session, policy: Policy, state: _RunState,
                  progress: Callable[[int], None] | None) -> None:
@@ -174,6 +177,7 @@ class Replayer:
                     for call in edit.calls:
                         rows.append(self._side_row(number, session, call, message.ts, request_ts, window))
             prompt = history.prompt_tokens
+            state.composition.append((number, {HEAD: base, **history.composition}))
             shared = history.prefix_tokens(min(valid, len(history))) if prev_items else 0
             rewrite = prev_items > 0 and valid < prev_items
             size = sizer.message(message)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ctxsim.composition import category
 from ctxsim.errors import CtxsimError
 from ctxsim.model import Message
 
@@ -97,6 +98,7 @@ class History:
         self._blocks = blocker
         self._holder: dict[str, Item] = {}  # tool call id -> assistant item holding it
         self._result: dict[str, Item] = {}  # tool call id -> its result item
+        self.composition: dict[str, int] = {}  # tokens of the messages by column (ctxsim.composition)
 
     # ------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -133,6 +135,8 @@ class History:
         self._cum_tokens.append(self._cum_tokens[-1] + item.tokens)
         self._cum_blocks.append(self._cum_blocks[-1] + item.blocks)
         self._index(item)
+        key = category(item)
+        self.composition[key] = self.composition.get(key, 0) + item.tokens
 
     def _index(self, item: Item) -> None:
         for call in item.message.tool_calls:
@@ -162,13 +166,18 @@ class History:
                     )
             removed.extend(old)
             self.items[s.start : s.end] = list(s.new)
+        comp = self.composition
         for item in removed:
             item.alive = False
+            key = category(item)
+            comp[key] -= item.tokens
         first = min(s.start for s in splices) if splices else len(self.items)
         for s in splices:
             for item in s.new:
                 item.alive = True
                 self._index(item)
+                key = category(item)
+                comp[key] = comp.get(key, 0) + item.tokens
         self._check_orphans(removed, [i for s in splices for i in s.new], policy)
         self._recompute(first)
         touched = sum(max(s.end - s.start, len(s.new)) for s in splices)

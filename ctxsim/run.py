@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxsim import __version__
+from ctxsim.composition import Composition
 from ctxsim.engine import PolicyRun, Replayer
 from ctxsim.errors import CtxsimError
 from ctxsim.fileio import atomic_write
@@ -38,6 +39,7 @@ class RunResult:
                     "totals": run.totals.to_json(),
                     "rows": [row.to_json() for row in run.rows],
                     "events": [event.to_json() for event in run.events],
+                    **({"composition": run.composition.to_json()} if run.composition is not None else {}),
                 }
                 for run in self.runs
             ],
@@ -67,7 +69,10 @@ class RunResult:
             events = [EventRecord(**e) for e in run["events"]]
             window = data["manifest"]["window"]
             reserve = data["manifest"]["output_reserve"]
-            runs.append(PolicyRun(run["policy"], rows, events, Totals.of(rows, len(events), window, reserve)))
+            block = run.get("composition")
+            composition = Composition.from_json(block) if block is not None else None
+            runs.append(PolicyRun(run["policy"], rows, events, Totals.of(rows, len(events), window, reserve),
+                                  composition))
         return cls(data["manifest"], runs)
 
 

@@ -110,3 +110,45 @@ def test_totals_equal_the_sum_of_rows(trace, cache, clear):
     assert t.peak_context_tokens == max(r.context_tokens for r in rows)
     assert t.rewrites == sum(r.rewrite for r in rows)
     assert t.events >= sum(1 for e in run.events if e.kind == "clear")
+
+
+class CompositionCheck:
+    """Runs the policy, then a stage checking that the running composition equals a count from scratch."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.name = inner.name
+        self.params = inner.params
+        self.checked = 0
+
+    @property
+    def stages(self):
+        return (*(getattr(self.inner, "stages", None) or (self.inner,)), _Recount(self))
+
+
+class _Recount:
+    name = "recount"
+
+    def __init__(self, owner):
+        self.owner = owner
+        self.params = owner.inner.params
+
+    def decide(self, ctx: Context):
+        from ctxsim.composition import HEAD, snapshot
+
+        running = {HEAD: ctx.history.base_tokens, **ctx.history.composition}
+        assert {k: v for k, v in running.items() if v} == {k: v for k, v in snapshot(ctx.history).items() if v}
+        self.owner.checked += 1
+        return ()
+
+
+@SETTINGS
+@given(trace=sessions(), clear=CLEARS)
+def test_running_composition_matches_a_recount_and_sums_to_the_context(trace, clear):
+    check = CompositionCheck(parse_policy(clear))
+    run = replay(trace, check)
+    assert check.checked == len(run.rows)
+    context = {r.request: r.context_tokens for r in run.rows if r.kind == "request"}
+    comp = run.composition
+    assert comp.requests == sorted(context)
+    assert all(sum(row) == context[q] for q, row in zip(comp.requests, comp.tokens))

@@ -25,7 +25,7 @@ from ctxsim.meter import EventRecord
 from ctxsim.run import RunResult
 from ctxsim.reports import FORMATS, Options, charts, render, reports, write_bundle, write_file
 from ctxsim.reports._common import dumps_run, load_run, thresholds
-from ctxsim.reports.composition import Composition, record
+from ctxsim.composition import Composition, snapshot
 from ctxsim.reports.pareto import pareto_front
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,23 +52,25 @@ def result(saved: Path) -> RunResult:
 
 @pytest.fixture(scope="module")
 def with_composition(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The same trace replayed with the optional composition block recorded."""
-    from ctxsim.counting import MessageSizer
-    from ctxsim.engine import Replayer
-    from ctxsim.formats import read_trace
-    from ctxsim.policies import parse_policy
-    from ctxsim.run import manifest
-    from ctxsim.tokens import TokenCounter, get_tokenizer
+    """The same trace replayed with a cheap tokenizer; the engine records the composition block."""
+    from ctxsim.api import Options, replay_trace
 
-    replayer = Replayer(read_trace(str(TRACE)), MessageSizer(TokenCounter(get_tokenizer("chars4"))))
-    runs = []
-    for spec in ("none", CLEAR):
-        run = record(replayer, parse_policy(spec))
-        run.policy["label"] = spec
-        runs.append(run)
     path = tmp_path_factory.mktemp("comp") / "run.json"
-    write_file(path, dumps_run(RunResult(manifest(replayer, str(TRACE)), runs)))
+    write_file(path, dumps_run(replay_trace(str(TRACE), ["none", CLEAR], options=Options(tokenizer="chars4"))))
     return path
+
+
+def bare(saved: Path, folder: Path) -> Path:
+    """A copy of run.json without the composition block (as an older or hand-made artefact)."""
+    path = folder / "bare-run.json"
+    write_file(path, dumps_run(without_composition(load_run(saved))))
+    return path
+
+
+def without_composition(result: RunResult) -> RunResult:
+    for run in result.runs:
+        run.composition = None
+    return result
 
 
 def invoke(*args: str):
@@ -87,7 +89,7 @@ def scaled(result: RunResult, policy_index: int, factor: Decimal) -> RunResult:
 def test_run_json_round_trips_to_the_same_objects(saved: Path, result: RunResult):
     again = RunResult.load(saved)
     assert again.dumps() == saved.read_text(encoding="utf-8")  # load + save = same bytes
-    assert dumps_run(result) == saved.read_text(encoding="utf-8")  # no composition: same bytes as RunResult
+    assert dumps_run(result) == saved.read_text(encoding="utf-8")
     assert [r.rows for r in again.runs] == [r.rows for r in result.runs]
     assert [r.events for r in again.runs] == [r.events for r in result.runs]
     assert [r.totals for r in again.runs] == [r.totals for r in result.runs]
@@ -302,17 +304,18 @@ def test_report_to_stdout_and_errors(tmp_path: Path, saved: Path):
         (["-f", "parquet"], "give the file to write with -o"),
         (["-f", "png"], "give -o"),
         (["-f", "csv", "-o", tmp_path / "x.png"], "looks like png"),
-        (["-o", tmp_path / "c.png", "--chart", "composition"], "no `composition` block"),
         (["-o", tmp_path / "c.png", "--chart", "nope"], "unknown chart"),
         (["-f", "csv", "--table", "nope"], "unknown table"),
     ]:
         res = invoke("report", saved, *args)
         assert res.exit_code == 2, (args, res.output)
         assert message in res.stderr and res.stderr.count("\n") == 1, (args, res.stderr)
+    res = invoke("report", bare(saved, tmp_path), "-o", tmp_path / "c.png", "--chart", "composition")
+    assert res.exit_code == 2 and "no `composition` block" in res.stderr
 
 
 def test_charts_into_a_folder_skip_what_the_run_cannot_draw(tmp_path: Path, saved: Path):
-    res = invoke("report", saved, "-f", "svg", "-o", tmp_path / "charts")
+    res = invoke("report", bare(saved, tmp_path), "-f", "svg", "-o", tmp_path / "charts")
     assert res.exit_code == 0, res.output
     assert sorted(p.name for p in (tmp_path / "charts").iterdir()) == [
         "context.svg", "cost.svg", "pareto.svg", "tokens.svg"]
@@ -408,13 +411,12 @@ def test_composition_sums_to_the_context_and_round_trips(with_composition: Path)
     assert "cleared" not in result.runs[0].composition.columns
     assert dumps_run(result) == with_composition.read_text(encoding="utf-8")
     assert result.runs[1].policy["name"] == "clear" and "stages" not in result.runs[1].policy
-    plain = RunResult.load(with_composition)  # RunResult ignores the block it does not know
-    assert plain.runs[0].rows == result.runs[0].rows
     with pytest.raises(CtxsimError):
         Composition.from_json({"version": 1, "columns": ["a"], "requests": [1], "tokens": [[1, 2]]})
 
 
 def test_composition_chart_is_skipped_without_the_block(tmp_path: Path, result: RunResult):
+    result = without_composition(result)
     assert "composition" in charts()
     written = {p.name for p in write_bundle(result, tmp_path)}
     assert "composition.png" not in written and "context.png" in written

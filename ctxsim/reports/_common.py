@@ -1,14 +1,11 @@
 """Helpers shared by the reports: loading and dumping the artefact, labels, numbers.
 
-`load_run` / `dumps_run` wrap `RunResult.load` / `RunResult.dumps` and carry the
-optional per-run `composition` block (see `ctxsim.reports.composition`) that
-`RunResult` does not hold yet: a run without it gives the same bytes as
-`RunResult.dumps`.
+`load_run` wraps `RunResult.load` with one-line errors for anything that is not
+a run artefact.
 """
 
 from __future__ import annotations
 
-import json
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any
@@ -20,9 +17,7 @@ from ctxsim.run import RunResult
 
 # ---------------------------------------------------------------- artefact
 def load_run(path: str | Path) -> RunResult:
-    """Read run.json back (same objects as `RunResult.load`), keeping a `composition` block if present."""
-    from ctxsim.reports.composition import Composition
-
+    """Read run.json back, with a one-line error for anything that is not a run artefact."""
     target = Path(path)
     if target.is_dir():
         raise CtxsimError(f"{path}: is a folder, expected a run.json file")
@@ -30,23 +25,13 @@ def load_run(path: str | Path) -> RunResult:
         result = RunResult.load(target)
     except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
         raise CtxsimError(f"{path}: not a valid ctxsim run artefact ({type(exc).__name__}: {exc})") from None
-    raw = json.loads(target.read_text(encoding="utf-8"))
-    for run, data in zip(result.runs, raw["runs"], strict=True):
-        block = data.get("composition")
-        if block is not None:
-            run.composition = Composition.from_json(block)  # type: ignore[attr-defined]
     if not result.runs:
         raise CtxsimError(f"{path}: the run artefact holds no policy runs")
     return result
 
 
 def dumps_run(result: RunResult) -> str:
-    data = result.to_json()
-    for run, out in zip(result.runs, data["runs"], strict=True):
-        comp = composition_of(run)
-        if comp is not None:
-            out["composition"] = comp.to_json()
-    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    return result.dumps()
 
 
 def composition_of(run: PolicyRun) -> Any:

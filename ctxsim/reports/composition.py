@@ -18,129 +18,26 @@ role (`system`, `user`, `assistant` with its tool calls, `summary` for
 summaries a policy or the agent wrote), `cleared` (stubs that replaced cleared
 content) and `tool:NAME` (live tool results by tool).
 
-The engine does not write it yet. `snapshot(history)` computes one row, and
-`with_composition(policy)` wraps a policy with an observer stage that records
-a row per request (after every other stage's edits) so a caller can attach the
-block today: `run = record(replayer, policy)`. Without the block the chart is
-unavailable (skipped in bundles; `ctxsim report -f png --chart composition`
-says why).
+The engine records it for every run (`ctxsim.composition`). A run.json
+without the block (an older or hand-made one) has no composition chart: it is
+skipped in bundles, and `ctxsim report -f png --chart composition` says why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from ctxsim.composition import HEAD, Composition  # noqa: F401 - Composition re-exported for callers
 from ctxsim.errors import CtxsimError
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
 from ctxsim.reports._common import composition_of, labels, short
 from ctxsim.run import RunResult
 
-VERSION = 1
-HEAD = "tools+system"
-FIXED = (HEAD, "system", "user", "assistant", "summary", "cleared")
 MAX_SERIES = 8  # one colour each from the palette; smaller tools fold into "tool:other"
 COLOURS = {HEAD: "#000000", "system": "#555555", "user": "#E69F00", "assistant": "#56B4E9",
            "summary": "#F0E442", "cleared": "#BBBBBB"}
 TOOL_COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#882255", "#117733", "#44AA99", "#999933"]
-
-
-@dataclass
-class Composition:
-    columns: list[str]
-    requests: list[int] = field(default_factory=list)
-    tokens: list[list[int]] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"version": VERSION, "columns": list(self.columns), "requests": list(self.requests),
-                "tokens": [list(row) for row in self.tokens]}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Composition:
-        if not isinstance(data, dict) or data.get("version") != VERSION:
-            raise CtxsimError(f"composition block: version {VERSION} expected")
-        columns, requests, tokens = data["columns"], data["requests"], data["tokens"]
-        if len(requests) != len(tokens) or any(len(row) != len(columns) for row in tokens):
-            raise CtxsimError("composition block: requests, tokens and columns do not line up")
-        return cls(list(columns), [int(r) for r in requests], [[int(v) for v in row] for row in tokens])
-
-    @classmethod
-    def of(cls, snapshots: Sequence[tuple[int, dict[str, int]]]) -> Composition:
-        seen = {key for _, snap in snapshots for key in snap}
-        columns = [c for c in FIXED if c in seen] + sorted(k for k in seen if k not in FIXED)
-        return cls(columns, [r for r, _ in snapshots], [[snap.get(c, 0) for c in columns] for _, snap in snapshots])
-
-    def series(self) -> dict[str, list[int]]:
-        return {c: [row[j] for row in self.tokens] for j, c in enumerate(self.columns)}
-
-
-def category(item: Any) -> str:
-    message = item.message
-    if item.cleared:
-        return "cleared"
-    if message.role == "tool":
-        return f"tool:{message.name or 'unknown'}"
-    return message.role
-
-
-def snapshot(history: Any) -> dict[str, int]:
-    """Tokens of the prompt as it stands, by column (sums to `history.prompt_tokens`)."""
-    out = {HEAD: history.base_tokens}
-    for item in history.items:
-        key = category(item)
-        out[key] = out.get(key, 0) + item.tokens
-    return out
-
-
-@dataclass(frozen=True)
-class _NoParams:
-    pass
-
-
-class _Observer:
-    """A pipeline stage that changes nothing and records the prompt's composition."""
-
-    name = "composition"
-    params = _NoParams()
-
-    def __init__(self, sink: list[tuple[int, dict[str, int]]]) -> None:
-        self.sink = sink
-
-    def decide(self, ctx: Any) -> Sequence[Any]:
-        self.sink.append((ctx.request, snapshot(ctx.history)))
-        return ()
-
-
-class _Recording:
-    """`policy` with an observer run last, seeing every other stage's edits applied."""
-
-    def __init__(self, policy: Any) -> None:
-        self.inner = policy
-        self.name = policy.name
-        self.params = policy.params
-        self.snapshots: list[tuple[int, dict[str, int]]] = []
-        inner = tuple(getattr(policy, "stages", None) or (policy,))
-        self.stages = (*inner, _Observer(self.snapshots))
-
-    def decide(self, ctx: Any) -> Sequence[Any]:  # pragma: no cover - the engine runs the stages
-        raise RuntimeError("run by the engine through `stages`")
-
-
-def with_composition(policy: Any) -> _Recording:
-    return _Recording(policy)
-
-
-def record(replayer: Any, policy: Any, progress: Callable[[int], None] | None = None) -> Any:
-    """Run `policy` on `replayer` and attach the composition block to the PolicyRun."""
-    from ctxsim.policies import effective
-
-    wrapped = with_composition(policy)
-    run = replayer.run(wrapped, progress=progress)
-    run.policy = effective(policy)  # the policy as given, without the observer stage
-    run.composition = Composition.of(wrapped.snapshots)
-    return run
 
 
 # ---------------------------------------------------------------- chart

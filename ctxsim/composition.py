@@ -1,0 +1,76 @@
+"""What each request's prompt is made of: tokens by role and by tool.
+
+The history keeps a running count per column (updated on every append and
+edit, so recording it costs nothing per request beyond a copy). A run's
+`composition` block in run.json (version 1):
+
+    "composition": {"version": 1, "columns": ["tools+system", "user", ...],
+                    "requests": [1, 2, ...], "tokens": [[612, 40, ...], ...]}
+
+`tokens[i][j]` is the tokens of column j in the prompt of request `requests[i]`
+(the agent's own requests, after the policy's edits); a row sums to that
+request's `context_tokens`. Columns: `tools+system` (tool schemas, system
+prompt, hidden prefix), one per role (`system`, `user`, `assistant` with its
+tool calls, `summary`), `cleared` (stubs that replaced cleared content) and
+`tool:NAME` (live tool results by tool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxsim.errors import CtxsimError
+
+VERSION = 1
+HEAD = "tools+system"
+FIXED = (HEAD, "system", "user", "assistant", "summary", "cleared")
+
+
+def category(item: Any) -> str:
+    """The column an item of the history counts under."""
+    message = item.message
+    if item.cleared:
+        return "cleared"
+    if message.role == "tool":
+        return f"tool:{message.name or 'unknown'}"
+    return message.role
+
+
+def snapshot(history: Any) -> dict[str, int]:
+    """Tokens of the prompt as it stands, by column, computed from scratch (for checks)."""
+    out = {HEAD: history.base_tokens}
+    for item in history.items:
+        key = category(item)
+        out[key] = out.get(key, 0) + item.tokens
+    return out
+
+
+@dataclass
+class Composition:
+    columns: list[str]
+    requests: list[int] = field(default_factory=list)
+    tokens: list[list[int]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": VERSION, "columns": list(self.columns), "requests": list(self.requests),
+                "tokens": [list(row) for row in self.tokens]}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Composition:
+        if not isinstance(data, dict) or data.get("version") != VERSION:
+            raise CtxsimError(f"composition block: version {VERSION} expected")
+        columns, requests, tokens = data["columns"], data["requests"], data["tokens"]
+        if len(requests) != len(tokens) or any(len(row) != len(columns) for row in tokens):
+            raise CtxsimError("composition block: requests, tokens and columns do not line up")
+        return cls(list(columns), [int(r) for r in requests], [[int(v) for v in row] for row in tokens])
+
+    @classmethod
+    def of(cls, snapshots: Sequence[tuple[int, dict[str, int]]]) -> Composition:
+        seen = {key for _, snap in snapshots for key, value in snap.items() if value}
+        columns = [c for c in FIXED if c in seen] + sorted(k for k in seen if k not in FIXED)
+        return cls(columns, [r for r, _ in snapshots], [[snap.get(c, 0) for c in columns] for _, snap in snapshots])
+
+    def series(self) -> dict[str, list[int]]:
+        return {c: [row[j] for row in self.tokens] for j, c in enumerate(self.columns)}

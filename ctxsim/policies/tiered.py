@@ -1,0 +1,368 @@
+"""`tiered`: yoagent's three-level compaction with the adaptive headroom target.
+
+Source: yoagent `src/context.rs` 0.15-0.21 (`compact_messages`, `effective_target_ratio`)
+and the replay loop of `tests/context_cache_test.rs` (reference/yoagent-context.md
+sections 2.3-2.5 and 3.2). With `budget = max_context_tokens - system_prompt_tokens`
+and the message history's estimated size `total`:
+
+- `total <= budget`: nothing happens;
+- level 1: every tool result is cut to its tool's line cap (head+tail, idempotent);
+  done if that brings `total` to the budget;
+- level 2: every assistant message older than the last `keep_recent` messages (the
+  boundary pulled back to a turn start) becomes a user message
+  "[Summary] <its text, if at most 200 bytes>" and its tool results are dropped;
+  user messages stay. Done if `total` reaches the target;
+- level 3: the smallest middle span after the first `keep_first` messages is
+  replaced by a constant marker, so that `total` reaches the target, never
+  cutting into the last `keep_recent` messages;
+- if that still does not fit (or there is no middle to cut), the longest tail
+  that fits the target is kept behind the marker: yoagent's `keep_within_budget`,
+  which can drop the task itself. ctxsim logs that path as a "cliff" event.
+
+The target is `floor(budget * ratio)` with f32 arithmetic, as yoagent computes it
+(0.7 as f32 gives 68,879 for a 98,400 budget). The ratio adapts to the session:
+`min((budget - turns * growth) / budget, compact_target_ratio)`, floored at
+`min_headroom_ratio` (0.15 in 0.15-0.21, 0.30 since 0.22), where growth is the mean
+over the session of how much the history grew between one compaction point and
+the next (after the previous compaction). The growth state lives in the policy
+and restarts with every session.
+
+`compact_at` chooses when compaction runs: `request` (before every model request,
+as yoagent's agent loop does) or `turn_end` (on the history up to the end of the
+last turn, leaving user messages that arrived since for the next pass; this is
+what yoagent's replay test measures, where compaction runs right after a turn's
+tool results are appended and before the next turn's user message).
+
+Pinned messages (and the calls of pinned results) are never summarised or dropped;
+yoagent has no such notion, so this only matters for traces with pins.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ctxsim.history import Edit, History, Item, Splice
+from ctxsim.model import Message
+from ctxsim.params import field_doc
+from ctxsim.policies import Context, PolicyInfo, register
+from ctxsim.policies.recent import protected_units, units
+from ctxsim.policies.truncate import LineCaps
+
+COMPACTION_MARKER = "[Context compacted: earlier messages removed to fit the context window]"
+SUMMARY_TEXT_BYTES = 200  # longer assistant texts are left out of a level-2 summary
+MIN_RATIO = 0.05  # compaction_target clamps the ratio to [0.05, 1.0]
+
+
+def f32(x: float) -> float:
+    """Round a double to the nearest IEEE single, as a Rust `as f32` cast does."""
+    try:
+        return struct.unpack("f", struct.pack("f", x))[0]
+    except OverflowError:
+        return math.copysign(math.inf, x)
+
+
+@dataclass(frozen=True)
+class TieredParams:
+    max_context_tokens: int | None = field(default=None, metadata=field_doc(
+        "compaction budget before the reserve; none: 80% of the window (yoagent from_context_window)"))
+    system_prompt_tokens: int = field(default=4_000, metadata=field_doc(
+        "reserved for the system prompt: budget = max_context_tokens - this"))
+    count_prefix: bool = field(default=False, metadata=field_doc(
+        "reserve the counted tools+system instead of system_prompt_tokens (the agent loop's calibration)"))
+    keep_recent: int = field(default=10, metadata=field_doc("messages at the tail never summarised or dropped"))
+    keep_first: int = field(default=2, metadata=field_doc("messages kept at the head by level 3"))
+    tool_output_max_lines: int = field(default=200, metadata=field_doc("level-1 line cap on tool output"))
+    exempt_tools: tuple[str, ...] = field(default=("read_file",), metadata=field_doc(
+        "tools level 1 never truncates (yoagent overrides read_file to no cap)"))
+    max_lines_overrides: tuple[str, ...] = field(default=(), metadata=field_doc(
+        "per-tool caps as TOOL=LINES or TOOL=none"))
+    compact_target_ratio: float = field(default=0.7, metadata=field_doc(
+        "lossy levels reduce to budget x this (an f32); a ceiling when headroom is on"))
+    compact_headroom_turns: int | None = field(default=30, metadata=field_doc(
+        "leave room for this many turns at the observed growth; none or 0: fixed ratio"))
+    min_headroom_ratio: float = field(default=0.15, metadata=field_doc(
+        "floor of the adaptive ratio (yoagent MIN_HEADROOM_RATIO: 0.15, 0.30 since 0.22)"))
+    compact_at: Literal["request", "turn_end"] = field(default="request", metadata=field_doc(
+        "request: before every request (agent loop); turn_end: up to the last turn's end (replay test)"))
+
+    def __post_init__(self) -> None:
+        LineCaps.of(self.tool_output_max_lines, self.exempt_tools, self.max_lines_overrides)
+        if self.max_context_tokens is not None and self.max_context_tokens < 0:
+            raise ValueError("max_context_tokens must not be negative")
+        if min(self.system_prompt_tokens, self.keep_recent, self.keep_first) < 0:
+            raise ValueError("system_prompt_tokens, keep_recent and keep_first must not be negative")
+        if self.compact_headroom_turns is not None and self.compact_headroom_turns < 0:
+            raise ValueError("compact_headroom_turns must not be negative")
+        if not 0 <= self.min_headroom_ratio <= 1:
+            raise ValueError("min_headroom_ratio must be in [0, 1]")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A message of a working copy of the history.
+
+    `index` is the history item it stands for (None for an inserted summary or
+    marker); `same` says the item is unchanged (a truncated result is not).
+    """
+
+    index: int | None
+    item: Item
+    same: bool = True
+
+    @property
+    def message(self) -> Message:
+        return self.item.message
+
+    @property
+    def tokens(self) -> int:
+        return self.item.tokens
+
+
+def _total(entries: Sequence[Entry]) -> int:
+    return sum(e.tokens for e in entries)
+
+
+def _is_result(e: Entry) -> bool:
+    return e.message.role == "tool"
+
+
+def _opens_calls(e: Entry) -> bool:
+    return e.message.role == "assistant" and bool(e.message.tool_calls)
+
+
+@dataclass
+class Compaction:
+    entries: list[Entry]
+    level: str  # "none", "truncate", "summarize", "drop", "cliff"
+
+
+class TieredPolicy:
+    name = "tiered"
+
+    def __init__(self, params: TieredParams) -> None:
+        self.params = params
+        self.caps = LineCaps.of(params.tool_output_max_lines, params.exempt_tools, params.max_lines_overrides)
+        self._ratio = f32(params.compact_target_ratio)
+        self._floor = f32(params.min_headroom_ratio)
+        self._session: weakref.ref[History] | None = None
+        self._last_total: int | None = None
+        self._growth_sum = 0
+        self._samples = 0
+
+    # ------------------------------------------------------------ yoagent's arithmetic
+    def budget(self, ctx: Context) -> int:
+        p = self.params
+        top = p.max_context_tokens if p.max_context_tokens is not None else ctx.window * 80 // 100
+        reserve = ctx.history.base_tokens if p.count_prefix else p.system_prompt_tokens
+        return max(top - reserve, 0)
+
+    @property
+    def growth(self) -> float:
+        return self._growth_sum / self._samples if self._samples else 0.0
+
+    def effective_ratio(self, growth: float, budget: int) -> float:
+        """yoagent's `effective_target_ratio`, in f32."""
+        turns = self.params.compact_headroom_turns
+        if not turns or not math.isfinite(growth) or growth <= 0 or budget <= 0:
+            return self._ratio
+        derived = f32((budget - turns * growth) / budget)
+        return max(min(derived, self._ratio), self._floor)
+
+    @staticmethod
+    def target(budget: int, ratio: float) -> int:
+        """yoagent's `compaction_target`: floor(budget x clamp(ratio, 0.05, 1.0)), the ratio an f32."""
+        r = ratio if math.isfinite(ratio) else 1.0
+        r = min(max(r, f32(MIN_RATIO)), 1.0)
+        return int(budget * r)
+
+    # ------------------------------------------------------------ the replay hook
+    def _reset_if_new(self, history: History) -> None:
+        if self._session is None or self._session() is not history:
+            self._session = weakref.ref(history)
+            self._last_total = None
+            self._growth_sum = 0
+            self._samples = 0
+
+    def scope_end(self, history: History) -> int:
+        end = len(history)
+        if self.params.compact_at == "turn_end":
+            while end > 0 and history.items[end - 1].message.role == "user":
+                end -= 1
+        return end
+
+    def decide(self, ctx: Context) -> Sequence[Edit]:
+        history = ctx.history
+        self._reset_if_new(history)
+        end = self.scope_end(history)
+        if end == 0:
+            return ()
+        live = history.prefix_tokens(end) - history.base_tokens
+        if self._last_total is not None:
+            self._samples += 1
+            self._growth_sum += max(0, live - self._last_total)
+        budget = self.budget(ctx)
+        ratio = self.effective_ratio(self.growth, budget)
+        self._last_total = live
+        if live <= budget:
+            return ()
+        target = self.target(budget, ratio)
+        entries = [Entry(i, history.items[i]) for i in range(end)]
+        result = self.compact(ctx, entries, budget, target)
+        after = _total(result.entries)
+        self._last_total = after
+        splices = to_splices(result.entries, end)
+        if not splices:
+            return ()
+        note = (f"level {result.level}: {end} -> {len(result.entries)} messages, {live:,} -> {after:,} tokens "
+                f"(budget {budget:,}, target {target:,}, ratio {ratio:.4f}, growth {self.growth:.1f}/turn)")
+        return (Edit(result.level, splices, note),)
+
+    # ------------------------------------------------------------ compact_messages
+    def compact(self, ctx: Context, entries: list[Entry], budget: int, target: int) -> Compaction:
+        history = ctx.history
+        head = units(history)
+        safe = protected_units(history, head)
+        protected = {e.index for e in entries if e.index is not None and head[e.index] in safe}
+        if _total(entries) <= budget:
+            return Compaction(entries, "none")
+        level1 = [self._truncated(ctx, e) for e in entries]
+        if _total(level1) <= budget:
+            return Compaction(level1, "truncate")
+        level2 = self._summarize(ctx, level1, protected, head)
+        if _total(level2) <= target:
+            return Compaction(level2, "summarize")
+        return self._drop_middle(ctx, level2, target, protected)
+
+    def _truncated(self, ctx: Context, e: Entry) -> Entry:
+        if e.item.pinned:
+            return e
+        new = self.caps.cut(e.message)
+        if new is None:
+            return e
+        return Entry(e.index, ctx.history.item(new, origin=e.item.origin), same=False)
+
+    def _summarize(self, ctx: Context, entries: list[Entry], protected: set[int], head: list[int]) -> list[Entry]:
+        n = len(entries)
+        keep_recent = self.params.keep_recent
+        if n <= keep_recent:
+            return entries
+        boundary = n - keep_recent
+        while 0 < boundary < n and _is_result(entries[boundary]):
+            boundary -= 1
+        if boundary == 0:
+            return entries
+        # A call whose results sit past the boundary (a user message in between) is kept whole.
+        late = {head[e.index] for e in entries[boundary:] if e.index is not None and _is_result(e)}
+        out: list[Entry] = []
+        i = 0
+        while i < boundary:
+            e = entries[i]
+            m = e.message
+            guarded = e.index is not None and (e.index in protected or e.index in late)
+            if m.role == "assistant" and not guarded:
+                out.append(Entry(None, ctx.history.item(
+                    Message("user", "[Summary] " + summary_of(m), ts=m.ts), origin=e.item.origin, inserted=True)))
+                i += 1
+                while i < boundary and _is_result(entries[i]) and not _kept(entries[i], protected, late, head):
+                    i += 1
+                continue
+            if _is_result(e) and not _kept(e, protected, late, head):
+                i += 1
+                continue
+            out.append(e)
+            i += 1
+        out.extend(entries[boundary:])
+        return out
+
+    def _marker(self, ctx: Context, ts: str | None) -> Entry:
+        return Entry(None, ctx.history.item(Message("user", COMPACTION_MARKER, ts=ts), inserted=True))
+
+    def _drop_middle(self, ctx: Context, entries: list[Entry], target: int, protected: set[int]) -> Compaction:
+        p = self.params
+        n = len(entries)
+        head_end = min(p.keep_first, n)
+        while head_end > 0 and _opens_calls(entries[head_end - 1]):
+            head_end -= 1
+        max_cut = max(n - p.keep_recent, 0)
+        if head_end >= max_cut:
+            return self._keep_within(ctx, entries, target, protected)
+        suffix = [0] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            suffix[i] = suffix[i + 1] + entries[i].tokens
+        marker = self._marker(ctx, entries[head_end].message.ts)
+        fixed = _total(entries[:head_end]) + marker.tokens
+        cut = next((i for i in range(head_end, max_cut + 1) if fixed + suffix[i] <= target), max_cut)
+        while cut < n and _is_result(entries[cut]):
+            cut += 1
+        cut = max(cut, head_end)
+        if cut == head_end:
+            return Compaction(entries, "summarize")
+        spared = [e for e in entries[head_end:cut] if e.index is not None and e.index in protected]
+        result = entries[:head_end] + [marker] + spared + entries[cut:]
+        if _total(result) > target:
+            cliff = self._keep_within(ctx, result, target, protected)
+            return cliff if cliff.level == "cliff" else Compaction(result, "drop")
+        return Compaction(result, "drop")
+
+    def _keep_within(self, ctx: Context, entries: list[Entry], budget: int, protected: set[int]) -> Compaction:
+        """yoagent's `keep_within_budget`: the longest tail that fits, behind the marker (the cliff)."""
+        if not entries:
+            return Compaction(entries, "summarize")
+        kept = 0
+        remaining = budget
+        for e in reversed(entries):
+            if e.tokens > remaining:
+                break
+            remaining -= e.tokens
+            kept += 1
+        start = len(entries) - kept
+        while start < len(entries) and _is_result(entries[start]):
+            start += 1
+        if start == 0:
+            return Compaction(entries, "summarize")
+        spared = [e for e in entries[:start] if e.index is not None and e.index in protected]
+        return Compaction([self._marker(ctx, entries[0].message.ts)] + spared + entries[start:], "cliff")
+
+
+def _kept(e: Entry, protected: set[int], late: set[int], head: list[int]) -> bool:
+    """A tool result level 2 must keep: pinned, or its call is kept."""
+    return e.index is not None and (e.index in protected or head[e.index] in late)
+
+
+def summary_of(message: Message) -> str:
+    """yoagent's one-line stand-in for an old assistant message."""
+    text = message.content
+    if text and len(text.encode("utf-8")) <= SUMMARY_TEXT_BYTES:
+        return text
+    if message.tool_calls:
+        return f"[Assistant used {len(message.tool_calls)} tool(s)]"
+    return "[Assistant response]"
+
+
+def to_splices(entries: Sequence[Entry], end: int) -> tuple[Splice, ...]:
+    """The splices that turn history[:end] into `entries` (unchanged items keep their places)."""
+    out: list[Splice] = []
+    cursor = 0  # next history index not yet accounted for
+    pending: list[Item] = []
+    for e in entries:
+        if e.index is None or not e.same:
+            pending.append(e.item)
+            continue
+        if e.index > cursor or pending:
+            out.append(Splice(cursor, e.index, tuple(pending)))
+            pending = []
+        cursor = e.index + 1
+    if cursor < end or pending:
+        out.append(Splice(cursor, end, tuple(pending)))
+    return tuple(out)
+
+
+register(PolicyInfo(
+    "tiered", TieredParams, TieredPolicy,
+    "yoagent src/context.rs 0.15-0.21 compact_messages L1-L3 + effective_target_ratio; context_cache_test replay",
+    "truncate tool output, then summarise old turns, then drop the middle, to an adaptive target", __name__))

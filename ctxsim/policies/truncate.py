@@ -1,0 +1,167 @@
+"""`truncate`: head+tail truncation of tool output, yoagent's level 1.
+
+Source: yoagent `src/context.rs` 0.15+ (reference/yoagent-context.md section 2.5, "L1"):
+a tool result longer than its tool's line cap keeps its first and last lines and
+says how many it dropped in between. The marker takes three lines (blank, marker,
+blank) out of the cap, so the result has exactly `max_lines` lines and truncating
+it again changes nothing: settled history is never rewritten twice. With a cap of
+four lines or fewer there is no room for a marker and only the first lines are
+kept.
+
+By default the cap is applied as each result is appended (yoagent's
+`truncate_tool_output_on_append`), so the bytes a provider caches are the bytes
+that stay. With `on_append=false` it is applied retroactively instead: before
+every request, every over-long result in the history is cut, which rewrites the
+cached prefix from the first one it cuts.
+
+Tools that page themselves (yoagent's `read_file`) are exempt by default: cutting
+the middle out of a file read removes the part the agent asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from ctxsim.history import Edit, Rewrite, Splice
+from ctxsim.model import Message
+from ctxsim.params import field_doc
+from ctxsim.policies import Context, PolicyInfo, register
+
+MARKER_LINES = 3  # a blank line, the marker, a blank line
+MARKER = "[... {omitted} lines truncated ...]"
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as Rust's `str::lines` yields them: split on \\n, no empty last line, \\r\\n ends a line."""
+    if not text:
+        return []
+    parts = text.split("\n")
+    if parts[-1] == "":
+        parts.pop()
+    return [p[:-1] if p.endswith("\r") else p for p in parts]
+
+
+def truncate_text(text: str, max_lines: int) -> str:
+    """Keep head and tail so the result has exactly `max_lines` lines; idempotent."""
+    lines = split_lines(text)
+    if len(lines) <= max_lines:
+        return text
+    if max_lines <= MARKER_LINES + 1:
+        return "\n".join(lines[:max_lines])
+    keep = max_lines - MARKER_LINES
+    head = keep // 2
+    tail = keep - head
+    omitted = len(lines) - head - tail
+    marker = MARKER.format(omitted=omitted)
+    return "\n".join(lines[:head]) + f"\n\n{marker}\n\n" + "\n".join(lines[len(lines) - tail:])
+
+
+def parse_overrides(entries: Sequence[str]) -> dict[str, int | None]:
+    """`("bash=100", "read_file=none")` -> {"bash": 100, "read_file": None}; strict."""
+    out: dict[str, int | None] = {}
+    for entry in entries:
+        name, eq, value = entry.partition("=")
+        name, value = name.strip(), value.strip()
+        if not eq or not name or not value:
+            raise ValueError(f"override {entry!r} must be TOOL=LINES or TOOL=none")
+        if name in out:
+            raise ValueError(f"tool {name!r} is overridden twice")
+        if value.lower() in ("none", "off", "max"):
+            out[name] = None
+            continue
+        if not value.isdigit() or int(value) < 1:
+            raise ValueError(f"override {entry!r}: LINES must be a positive integer or none")
+        out[name] = int(value)
+    return out
+
+
+@dataclass(frozen=True)
+class LineCaps:
+    """Which line cap applies to which tool (yoagent's `max_lines_for`)."""
+
+    max_lines: int
+    exempt: frozenset[str]
+    overrides: dict[str, int | None]
+
+    @classmethod
+    def of(cls, max_lines: int, exempt: Sequence[str], overrides: Sequence[str]) -> LineCaps:
+        if max_lines < 1:
+            raise ValueError("max_lines must be at least 1")
+        table = parse_overrides(overrides)
+        both = sorted(set(exempt) & set(table))
+        if both:
+            raise ValueError(f"tools both exempt and overridden: {', '.join(both)}")
+        return cls(max_lines, frozenset(exempt), table)
+
+    def limit(self, tool: str | None) -> int | None:
+        """The cap for `tool`'s output; None means never truncated."""
+        name = tool or ""
+        if name in self.exempt:
+            return None
+        return self.overrides.get(name, self.max_lines)
+
+    def cut(self, message: Message) -> Message | None:
+        """The truncated tool result, or None when it is within its cap (or not a tool result)."""
+        if message.role != "tool":
+            return None
+        cap = self.limit(message.name)
+        if cap is None:
+            return None
+        text = truncate_text(message.content, cap)
+        if text == message.content:
+            return None
+        return replace(message, content=text)
+
+
+@dataclass(frozen=True)
+class TruncateParams:
+    max_lines: int = field(default=200, metadata=field_doc(
+        "line cap on tool output, marker included (yoagent tool_output_max_lines; 50 up to 0.14.2)"))
+    exempt_tools: tuple[str, ...] = field(default=("read_file",), metadata=field_doc(
+        "tools never truncated (yoagent's default override exempts its self-paging read_file)"))
+    overrides: tuple[str, ...] = field(default=(), metadata=field_doc(
+        "per-tool caps as TOOL=LINES or TOOL=none, e.g. [bash=100,search=50]"))
+    on_append: bool = field(default=True, metadata=field_doc(
+        "cap each result as it is appended; false: cut over-long results in history before each request"))
+
+    def __post_init__(self) -> None:
+        LineCaps.of(self.max_lines, self.exempt_tools, self.overrides)
+
+
+class TruncatePolicy:
+    name = "truncate"
+
+    def __init__(self, params: TruncateParams) -> None:
+        self.params = params
+        self.caps = LineCaps.of(params.max_lines, params.exempt_tools, params.overrides)
+
+    def on_append(self, ctx: Context, message: Message) -> Rewrite | None:
+        if not self.params.on_append:
+            return None
+        new = self.caps.cut(message)
+        if new is None:
+            return None
+        cap = self.caps.limit(message.name)
+        return Rewrite(new, "truncate", f"{message.name or 'tool'} output cut to {cap} lines")
+
+    def decide(self, ctx: Context) -> Sequence[Edit]:
+        if self.params.on_append:
+            return ()
+        history = ctx.history
+        splices = []
+        for i, item in enumerate(history.items):
+            if item.pinned or item.message.role != "tool":
+                continue
+            new = self.caps.cut(item.message)
+            if new is not None:
+                splices.append(Splice(i, i + 1, (history.item(new, origin=item.origin),)))
+        if not splices:
+            return ()
+        return (Edit("truncate", tuple(splices), f"truncated {len(splices)} tool results"),)
+
+
+register(PolicyInfo(
+    "truncate", TruncateParams, TruncatePolicy,
+    "yoagent src/context.rs 0.15+ level 1 (truncate_text_head_tail, truncate_tool_output_on_append)",
+    "cut tool output to its head and tail lines, on append or retroactively", __name__))

@@ -1,0 +1,222 @@
+"""`zones`: the three-zone budget of seed 004 (green, yellow, red, plus critical).
+
+Source: seed 004 ("Context Window Budgeting Strategies", Three-Zone Enforcement).
+Before every request the prompt's share of the window picks a zone:
+
+- green, below `yellow_at` (70 %): nothing is done;
+- yellow, up to `red_at` (85 %): light compression: the oldest `yellow_fraction`
+  (20 %) of the history is replaced by one extractive summary (the first line of
+  each message, earlier summaries kept whole), and of the memory chunks only the
+  newest `yellow_memory` (3) stay;
+- red, up to `critical_at` (95 %): aggressive pruning: only pinned and system
+  messages, the last `red_keep_turns` (3) turns and the newest tool result stay,
+  and one memory chunk;
+- critical, above: the seed's code handles it like red; `critical_keep_turns` lets
+  it cut deeper.
+
+The seed's compressor summarises with a cheap model, so the summary is metered as
+a side request (input: the summarised messages plus `instruction_tokens`; output:
+the summary). Memory chunks are the results of `memory_tools` (retrieval tools);
+one beyond the limit becomes a stub, its call kept. A turn is an assistant message
+with the user messages just before it and its tool results; a call and its
+results are always kept or dropped together. The zones have no hysteresis: a
+prompt that stays yellow is compressed again at every request, as in the seed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from ctxsim.history import Edit, History, SideCall, Splice
+from ctxsim.model import Message
+from ctxsim.params import field_doc
+from ctxsim.policies import Context, PolicyInfo, register
+from ctxsim.policies.recent import close_drop, units
+from ctxsim.policies.truncate import split_lines
+
+SUMMARY_HEAD = "[Summary of {count} earlier messages]"
+MEMORY_STUB = "[memory chunk dropped: {tool} returned {tokens:,} tokens]"
+
+
+@dataclass(frozen=True)
+class ZonesParams:
+    window: int | None = field(default=None, metadata=field_doc("tokens the shares refer to; none: the replay window"))
+    yellow_at: float = field(default=0.70, metadata=field_doc("share of the window where yellow starts"))
+    red_at: float = field(default=0.85, metadata=field_doc("share of the window where red starts"))
+    critical_at: float = field(default=0.95, metadata=field_doc("share of the window where critical starts"))
+    yellow_fraction: float = field(default=0.2, metadata=field_doc("oldest share of the history summarised in yellow"))
+    red_keep_turns: int = field(default=3, metadata=field_doc("last turns kept in red"))
+    critical_keep_turns: int = field(default=3, metadata=field_doc("last turns kept in critical (the seed: as red)"))
+    memory_tools: tuple[str, ...] = field(default=(), metadata=field_doc("tools whose results are memory chunks"))
+    yellow_memory: int = field(default=3, metadata=field_doc("memory chunks kept in yellow (newest first)"))
+    red_memory: int = field(default=1, metadata=field_doc("memory chunks kept in red and critical"))
+    instruction_tokens: int = field(default=200, metadata=field_doc("summarising prompt's instructions, metered"))
+    line_chars: int = field(default=160, metadata=field_doc("characters of each message's first line in a summary"))
+
+    def __post_init__(self) -> None:
+        if not 0 < self.yellow_at < self.red_at < self.critical_at <= 1.5:
+            raise ValueError("need 0 < yellow_at < red_at < critical_at")
+        if not 0 < self.yellow_fraction <= 1:
+            raise ValueError("yellow_fraction must be in (0, 1]")
+        if min(self.red_keep_turns, self.critical_keep_turns, self.yellow_memory, self.red_memory,
+               self.instruction_tokens) < 0 or self.line_chars < 1:
+            raise ValueError("counts must not be negative")
+        if self.window is not None and self.window < 1:
+            raise ValueError("window must be positive")
+
+
+def turn_starts(history: History) -> list[int]:
+    """Index where each turn starts: an assistant message, pulled back over the user messages before it."""
+    items = history.items
+    out = []
+    for i, item in enumerate(items):
+        if item.message.role != "assistant":
+            continue
+        j = i
+        while j > 0 and items[j - 1].message.role == "user":
+            j -= 1
+        out.append(j)
+    return out
+
+
+def summary_text(messages: Sequence[Message], line_chars: int) -> str:
+    """Extractive summary: earlier summaries whole, then the first line of every other message."""
+    kept: list[str] = []
+    count = 0
+    for m in messages:
+        if m.role == "summary":
+            lines = m.content.split("\n")
+            head = lines[0]
+            number = head[len("[Summary of "):-len(" earlier messages]")]
+            if head == SUMMARY_HEAD.format(count=number) and number.isdigit():
+                count += int(number)
+                kept.extend(lines[1:])
+            else:
+                count += 1
+                kept.extend(lines)
+            continue
+        count += 1
+        first = next((ln for ln in split_lines(m.content) if ln.strip()), "")
+        calls = ", ".join(c.name for c in m.tool_calls)
+        label = m.role + (f" ({m.name})" if m.name else "") + (f" [calls {calls}]" if calls else "")
+        kept.append(f"- {label}: {first[:line_chars]}".rstrip())
+    return "\n".join([SUMMARY_HEAD.format(count=count)] + kept)
+
+
+class ZonesPolicy:
+    name = "zones"
+
+    def __init__(self, params: ZonesParams) -> None:
+        self.params = params
+
+    def zone(self, ctx: Context) -> str:
+        p = self.params
+        window = p.window or ctx.window
+        share = ctx.history.prompt_tokens / window if window else 0.0
+        if share < p.yellow_at:
+            return "green"
+        if share < p.red_at:
+            return "yellow"
+        if share < p.critical_at:
+            return "red"
+        return "critical"
+
+    def decide(self, ctx: Context) -> Sequence[Edit]:
+        zone = self.zone(ctx)
+        if zone == "green":
+            return ()
+        if zone == "yellow":
+            return self._yellow(ctx)
+        keep = self.params.red_keep_turns if zone == "red" else self.params.critical_keep_turns
+        return self._prune(ctx, zone, keep)
+
+    # ------------------------------------------------------------ helpers
+    def _memory_stubs(self, ctx: Context, keep: int, skip: set[int]) -> list[Splice]:
+        p = self.params
+        history = ctx.history
+        chunks = [i for i, it in enumerate(history.items)
+                  if it.message.role == "tool" and it.message.name in p.memory_tools
+                  and not it.cleared and not it.pinned and i not in skip]
+        old = chunks[: max(len(chunks) - keep, 0)]
+        out = []
+        for i in old:
+            item = history.items[i]
+            text = MEMORY_STUB.format(tool=item.message.name, tokens=item.tokens)
+            out.append(Splice(i, i + 1, (history.item(replace(item.message, content=text), origin=item.origin,
+                                                      cleared=True),)))
+        return out
+
+    def _yellow(self, ctx: Context) -> Sequence[Edit]:
+        p = self.params
+        history = ctx.history
+        n = len(history)
+        span = math.ceil(n * p.yellow_fraction)
+        # a call in the span takes its results with it, even past the span
+        drop = close_drop(history, range(span), "drop")
+        edits: list[Edit] = []
+        splices: list[Splice] = []
+        calls: tuple[SideCall, ...] = ()
+        if len(drop) >= 2 or (drop and history.items[drop[0]].message.role != "summary"):
+            messages = [history.items[i].message for i in drop]
+            summary = history.item(Message("summary", summary_text(messages, p.line_chars),
+                                           ts=messages[-1].ts), inserted=True)
+            runs = _runs(drop)
+            splices.append(Splice(runs[0][0], runs[0][1], (summary,)))
+            splices.extend(Splice(a, b) for a, b in runs[1:])
+            read = sum(history.items[i].tokens for i in drop) + p.instruction_tokens
+            calls = (SideCall("summarize", read, summary.tokens, f"zones: summary of {len(drop)} messages"),)
+        dropped = set(drop)
+        splices.extend(self._memory_stubs(ctx, p.yellow_memory, dropped))
+        if splices:
+            splices.sort(key=lambda s: s.start)
+            edits.append(Edit("yellow", tuple(splices),
+                              f"yellow zone: summarised the oldest {len(drop)} messages", calls))
+        return edits
+
+    def _prune(self, ctx: Context, zone: str, keep_turns: int) -> Sequence[Edit]:
+        p = self.params
+        history = ctx.history
+        n = len(history)
+        starts = turn_starts(history)
+        if not keep_turns:
+            keep_from = n
+        elif starts:
+            keep_from = starts[-min(keep_turns, len(starts))]
+        else:
+            keep_from = 0
+        keep = set(range(keep_from, n))
+        newest_result = next((i for i in range(n - 1, -1, -1) if history.items[i].message.role == "tool"), None)
+        head = units(history)
+        if newest_result is not None:
+            keep |= {i for i in range(n) if head[i] == head[newest_result]}
+        for i, item in enumerate(history.items):
+            if item.pinned or item.message.role == "system":
+                keep.add(i)
+        keep_heads = {head[i] for i in keep}
+        drop = [i for i in range(n) if head[i] not in keep_heads]
+        drop = close_drop(history, drop, "keep", head)
+        splices = [Splice(a, b) for a, b in _runs(drop)]
+        splices.extend(self._memory_stubs(ctx, p.red_memory, set(drop)))
+        if not splices:
+            return ()
+        splices.sort(key=lambda s: s.start)
+        note = f"{zone} zone: kept the last {keep_turns} turns, dropped {len(drop)} messages"
+        return (Edit(zone, tuple(splices), note),)
+
+
+def _runs(indices: Sequence[int]) -> list[tuple[int, int]]:
+    runs: list[tuple[int, int]] = []
+    for i in sorted(indices):
+        if runs and runs[-1][1] == i:
+            runs[-1] = (runs[-1][0], i + 1)
+        else:
+            runs.append((i, i + 1))
+    return runs
+
+
+register(PolicyInfo(
+    "zones", ZonesParams, ZonesPolicy,
+    "seed 004 three-zone enforcement (green <70%, yellow 70-85%, red 85-95%, critical)",
+    "by share of the window: summarise the oldest 20% (yellow) or keep only the last 3 turns (red)", __name__))
