@@ -99,12 +99,22 @@ def replay_choices(trace: Trace, path: str, choices: Sequence[Choice], options: 
 
 
 def replay_trace(path: str, policy_specs: Sequence[str], *, fmt: str | None = None,
-                 providers: Sequence[str] = (), options: Options | None = None,
-                 progress: Callable[[int], None] | None = None, **kwargs: object) -> RunResult:
-    """Read `path`, replay it under every policy spec, return the run artefact."""
+                 providers: Sequence[str] = (), options: Options | None = None, show_progress: bool = False,
+                 **kwargs: object) -> RunResult:
+    """Read `path`, replay it under every policy spec, return the run artefact.
+
+    With `show_progress`, a progress bar is drawn on stderr when it is a terminal (never on stdout).
+    """
+    from ctxsim.render.progress import progress_bar
+
     opts = options or Options(**kwargs)  # type: ignore[arg-type]
     choices = resolve(policy_specs)  # bad specs fail before any work
     if not choices:
         raise CtxsimError("no policies to replay")
     trace = read_trace(path, fmt)
-    return replay_choices(trace, path, choices, opts, providers, progress)
+    runs = len(choices) * max(1, len(providers))
+    total = sum(s.requests for s in trace.sessions) * runs
+    if not show_progress:
+        return replay_choices(trace, path, choices, opts, providers)
+    with progress_bar(total, f"replaying {runs} run(s)") as advance:
+        return replay_choices(trace, path, choices, opts, providers, advance)

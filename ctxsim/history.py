@@ -34,6 +34,7 @@ class Item:
     inserted: bool = False  # a summary or marker a policy wrote
     alive: bool = True
     tags: frozenset[str] = frozenset()
+    pos: int = -1  # its index in the live history, kept current by the History (O(1) look-ups)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +100,9 @@ class History:
         self._holder: dict[str, Item] = {}  # tool call id -> assistant item holding it
         self._result: dict[str, Item] = {}  # tool call id -> its result item
         self.composition: dict[str, int] = {}  # tokens of the messages by column (ctxsim.composition)
+        # Every item ever appended, in order (items a policy splices in are not logged). A policy
+        # that keeps state reads `log[seen:]` to learn what arrived since it last decided: O(new).
+        self.log: list[Item] = []
 
     # ------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -131,6 +135,8 @@ class History:
         return Item(message, size, self._blocks(message), origin, **flags)  # type: ignore[arg-type]
 
     def append(self, item: Item) -> None:
+        item.pos = len(self.items)
+        self.log.append(item)
         self.items.append(item)
         self._cum_tokens.append(self._cum_tokens[-1] + item.tokens)
         self._cum_blocks.append(self._cum_blocks[-1] + item.blocks)
@@ -208,7 +214,8 @@ class History:
         del self._cum_tokens[start + 1 :]
         del self._cum_blocks[start + 1 :]
         t, b = self._cum_tokens[start], self._cum_blocks[start]
-        for item in self.items[start:]:
+        for pos, item in enumerate(self.items[start:], start):
+            item.pos = pos
             t += item.tokens
             b += item.blocks
             self._cum_tokens.append(t)

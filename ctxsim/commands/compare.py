@@ -51,7 +51,8 @@ def compare(
         specs.insert(0, "none")
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing)
     provider_list = [p.strip() for p in providers.split(",") if p.strip()] if providers else []
-    result = replay_trace(trace or default_trace(), specs, fmt=fmt, options=opts, providers=provider_list)
+    result = replay_trace(trace or default_trace(), specs, fmt=fmt, options=opts, providers=provider_list,
+                           show_progress=True)
     written: list[str] = []
     if output is not None:
         written = [str(p) for p in _write(result, output)]
@@ -60,7 +61,8 @@ def compare(
     else:
         table = compare_table(result)
         if sys.stdout.isatty():
-            Console(width=max(160, Console().width)).print(rich_table(table))
+            needed = len(plain(table).splitlines()[0]) + 3 * len(table.headers) + 4
+            Console(width=max(needed, Console().width)).print(rich_table(table))
         else:
             typer.echo(table.title)
             typer.echo(plain(table))

@@ -42,7 +42,7 @@ def replay(
     if every is not None and every <= 0:
         fail("--every must be positive")
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing)
-    result = replay_trace(trace or default_trace(), policy or ["none"], fmt=fmt, options=opts)
+    result = replay_trace(trace or default_trace(), policy or ["none"], fmt=fmt, options=opts, show_progress=True)
     if output is not None:
         result.save(output)
     if as_json:

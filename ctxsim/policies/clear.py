@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from ctxsim.counting import arguments_text
-from ctxsim.history import Edit, Item, Splice
+from ctxsim.history import Edit, History, Item, Splice
 from ctxsim.model import ToolCall
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
@@ -61,55 +61,77 @@ def short_args(call: ToolCall | None) -> str:
 
 
 class ClearPolicy:
+    """Keeps, per session, the tool results it may still clear, learning new ones from `history.log`.
+
+    Under the trigger a request costs O(1); above it, O(results in the context); stubs are built
+    once per result. Nothing walks the whole history.
+    """
+
     name = "clear"
 
     def __init__(self, params: ClearParams) -> None:
         self.params = params
+        self._history: History | None = None
+        self._seen = 0  # how much of history.log has been looked at
+        self._results: list[Item] = []  # tool results in arrival order (may include dead ones)
+        self._stubs: dict[int, tuple[Item, Item]] = {}  # id(result) -> (result, its stub)
 
-    def _triggered(self, ctx: Context, tool_uses: int) -> bool:
+    def _sync(self, history: History) -> None:
+        if history is not self._history:  # a new session: start over
+            self._history, self._seen, self._results, self._stubs = history, 0, [], {}
+        log = history.log
+        self._results.extend(it for it in log[self._seen:] if it.message.role == "tool")
+        self._seen = len(log)
+        self._results = [it for it in self._results if it.alive]
+
+    def _stub(self, history: History, item: Item) -> Item:
+        known = self._stubs.get(id(item))
+        if known is not None and known[0] is item:
+            return known[1]
         p = self.params
-        if p.trigger_type == "tool_uses":
-            return tool_uses > p.trigger
-        return ctx.history.prompt_tokens > p.trigger
+        m = item.message
+        call = self._call(history, m.tool_call_id)
+        error = first_error(m.content)
+        text = p.stub.format(tool=m.name or (call.name if call else "tool"), args=short_args(call),
+                             tokens=item.tokens, error=f" First error: {error}" if error else "")
+        stub = history.item(replace(m, content=text), origin=item.origin, cleared=True)
+        stub.alive = False  # until the engine splices it in
+        self._stubs[id(item)] = (item, stub)
+        return stub
+
+    @staticmethod
+    def _call(history: History, call_id: str | None) -> ToolCall | None:
+        holder = history.holder_of(call_id or "")
+        return next((c for c in holder.message.tool_calls if c.id == call_id), None) if holder else None
 
     def decide(self, ctx: Context) -> Sequence[Edit]:
         p = self.params
         history = ctx.history
         if p.trigger_type == "input_tokens" and history.prompt_tokens <= p.trigger:
             return ()
-        candidates: list[tuple[int, Item]] = []
-        where: dict[int, int] = {}
-        tool_uses = 0
-        for i, item in enumerate(history.items):
-            where[id(item)] = i
-            m = item.message
-            if m.role != "tool":
-                continue
-            tool_uses += 1
-            if not item.cleared and not item.pinned and m.name not in p.exclude_tools:
-                candidates.append((i, item))
-        if not self._triggered(ctx, tool_uses):
-            return ()
+        self._sync(history)
+        if p.trigger_type == "tool_uses":
+            stubs_in_context = sum(1 for _, stub in self._stubs.values() if stub.alive)
+            if len(self._results) + stubs_in_context <= p.trigger:  # cleared uses still count
+                return ()
+        candidates = [it for it in self._results
+                      if not it.cleared and not it.pinned and it.message.name not in p.exclude_tools]
         stale = candidates[: len(candidates) - p.keep] if p.keep else candidates
         if not stale:
             return ()
         splices: list[Splice] = []
-        inputs_to_clear: dict[int, set[str]] = {}
+        holders: dict[int, tuple[Item, set[str]]] = {}
         freed = 0
-        for i, item in stale:
-            m = item.message
-            holder = history.holder_of(m.tool_call_id or "")
-            call = next((c for c in holder.message.tool_calls if c.id == m.tool_call_id), None) if holder else None
-            error = first_error(m.content)
-            text = p.stub.format(tool=m.name or (call.name if call else "tool"), args=short_args(call),
-                                 tokens=item.tokens, error=f" First error: {error}" if error else "")
-            new = history.item(replace(m, content=text), origin=item.origin, cleared=True)
+        for item in stale:
+            new = self._stub(history, item)
             freed += item.tokens - new.tokens
-            splices.append(Splice(i, i + 1, (new,)))
-            if p.clear_tool_inputs and holder is not None and call is not None and call.arguments:
-                inputs_to_clear.setdefault(where[id(holder)], set()).add(call.id)
-        for index, ids in inputs_to_clear.items():
-            holder = history.items[index]
+            splices.append(Splice(item.pos, item.pos + 1, (new,)))
+            if p.clear_tool_inputs:
+                holder = history.holder_of(item.message.tool_call_id or "")
+                call = self._call(history, item.message.tool_call_id)
+                if holder is not None and call is not None and call.arguments:
+                    holders.setdefault(holder.pos, (holder, set()))[1].add(call.id)
+        for index, (holder, ids) in holders.items():
             calls = tuple(replace(c, arguments={}) if c.id in ids else c for c in holder.message.tool_calls)
             new = history.item(replace(holder.message, tool_calls=calls), origin=holder.origin, cleared=True)
             freed += holder.tokens - new.tokens

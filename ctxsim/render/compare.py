@@ -58,8 +58,8 @@ def compare_table(result: RunResult) -> TableData:
             f"{t.requests:,}", f"{t.input_tokens:,}", f"{t.peak_context_tokens:,}", f"{t.p95_context_tokens:,}",
             f"{t.fresh_prefill_tokens:,}", pct(t.hit_rate), f"{t.rewrites:,}",
             money(t.cost_nocache_usd), money(t.cost_warm_usd), money(t.cost_usd),
-            change(t.cost_usd, base.cost_usd) if base is not None else "n/a",
-            money(t.summarize_cost_usd), "never" if first is None else f"request {first:,}", f"{t.events:,}",
+            "baseline" if base is t else (change(t.cost_usd, base.cost_usd) if base is not None else "n/a"),
+            money(t.summarize_cost_usd) if t.summarize_requests else "-", "never" if first is None else f"request {first:,}", f"{t.events:,}",
         ])
     return TableData("policies compared (* = cheapest that never overflows; costs per the trace's timing)",
                      headers, rows)

@@ -1,0 +1,42 @@
+"""`ctxsim convert`: any supported trace format to the native JSONL (DESIGN.md section 3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ctxsim.cli import app, fail, guarded
+from ctxsim.commands.inspect import FormatOpt, SkipOpt, TracesArg, read_inputs
+
+
+@app.command("convert")
+@guarded
+def convert_command(
+    traces: TracesArg,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="The native JSONL file to write "
+                                                                         "('-' for stdout).")] = None,
+    fmt: FormatOpt = None,
+    skip_bad_lines: SkipOpt = False,
+) -> None:
+    """Convert traces to ctxsim's native JSONL; replaying the result equals replaying the original."""
+    import sys
+
+    from ctxsim.fileio import atomic_write
+    from ctxsim.formats import native
+
+    if output is None:
+        fail("missing -o OUT.jsonl (or -o - for stdout)")
+        return
+    trace, report = read_inputs(traces, fmt, skip_bad_lines)
+    if str(output) == "-":
+        native.write(trace, sys.stdout)
+        return
+    with atomic_write(output) as out:
+        native.write(trace, out)  # type: ignore[arg-type]
+    messages = sum(len(s.messages) for s in trace.sessions)
+    requests = sum(s.requests for s in trace.sessions)
+    formats = ", ".join(sorted({f.format for f in report}))
+    typer.echo(f"wrote {output}: {len(trace.sessions)} session(s), {messages:,} messages, {requests:,} requests "
+               f"(from {formats})", err=True)

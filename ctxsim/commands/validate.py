@@ -1,0 +1,38 @@
+"""`ctxsim validate`: replay with no policy and compare each request with its recorded usage."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from ctxsim.cli import app, fail, guarded
+from ctxsim.commands.inspect import FormatOpt, SkipOpt, TokenizerOpt, TracesArg, print_tables, read_inputs
+
+
+@app.command("validate")
+@guarded
+def validate_command(
+    traces: TracesArg,
+    calibrate: Annotated[bool, typer.Option("--calibrate/--no-calibrate", help="Fit the hidden prefix, the token "
+                                            "scale and the per-message overhead first (default), or replay raw.")] = True,
+    worst: Annotated[int, typer.Option(help="How many of the worst requests to list.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    fmt: FormatOpt = None,
+    skip_bad_lines: SkipOpt = False,
+    tokenizer: TokenizerOpt = "o200k_base",
+) -> None:
+    """Replay the trace under `none` with its own model and provider and compare every request with
+    the usage it recorded: prompt size, cache read, cache write, cost, hit rate; the worst requests
+    and what the log shows about why."""
+    from ctxsim.validate import validate, validation_tables
+
+    if worst < 0:
+        fail("--worst must not be negative")
+    trace, _ = read_inputs(traces, fmt, skip_bad_lines)
+    result = validate(trace, tokenizer, calibrate)
+    if as_json:
+        typer.echo(json.dumps(result.to_json(worst), indent=1, sort_keys=True, ensure_ascii=False))
+        return
+    print_tables(*validation_tables(result, worst), title=f"validate {result.trace}")
