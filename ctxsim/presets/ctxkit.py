@@ -41,8 +41,7 @@ register(Preset(
     pin_tools=("notes_read",),
     notes=(
         "the notes stage rebuilds the notes file from notes_write/notes_rewrite calls and appends it to summaries",
-        "compact's trigger is checked on the prompt as it was before clearing, as seed 000 does"
-        "the stages ran (seed 000 checks it before clearing)",
+        "compact's trigger is checked on the prompt as it was before clearing, as seed 000 does",
         "an assistant message's tool-call arguments are counted; seed 000 does not count them",
     ),
     module=__name__,
