@@ -25,8 +25,14 @@ def read_inputs(traces: list[str], fmt: str | None, skip_bad_lines: bool):  # ty
     """Read every input; print what was skipped to stderr. Shared by inspect, convert and validate."""
     from ctxsim.formats import FileReport, read_traces
 
-    report: list[FileReport] = []
-    trace = read_traces(traces, fmt, skip_bad_lines, report)
+    everything: list[FileReport] = []
+    trace = read_traces(traces, fmt, skip_bad_lines, everything)
+    report = [f for f in everything if f.format]
+    ignored = [f for f in everything if not f.format]
+    if ignored:
+        first = ignored[0]
+        typer.echo(f"ctxsim: ignored {len(ignored)} file(s) that are not traces (first: {first.path}: "
+                   f"{first.notes[0]})", err=True)
     for f in report:
         if f.skipped_lines:
             shown = ", ".join(str(n) for n in f.skipped_lines[:8]) + (", ..." if len(f.skipped_lines) > 8 else "")
@@ -46,8 +52,7 @@ def inspect_command(
     timeline: Annotated[bool, typer.Option("--timeline/--no-timeline", help="Show the per-request timeline.")] = True,
     largest: Annotated[int, typer.Option(help="How many of the largest tool results to list.")] = 10,
 ) -> None:
-    """The recorded truth of a trace: requests, tokens, cost, hit rate, context sizes, compactions,
-    subagents, context composition and a timeline. No simulation."""
+    """What a trace recorded, no simulation: requests, tokens, cost, hit rate, context, composition, timeline."""
     from ctxsim.inspect import GROUPINGS, inspect_trace, tables
 
     if by is not None and by not in GROUPINGS:

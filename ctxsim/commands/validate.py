@@ -23,9 +23,7 @@ def validate_command(
     skip_bad_lines: SkipOpt = False,
     tokenizer: TokenizerOpt = "o200k_base",
 ) -> None:
-    """Replay the trace under `none` with its own model and provider and compare every request with
-    the usage it recorded: prompt size, cache read, cache write, cost, hit rate; the worst requests
-    and what the log shows about why."""
+    """Replay under none (own model, provider) and compare each request with its recorded usage; calibrated."""
     from ctxsim.validate import validate, validation_tables
 
     if worst < 0:

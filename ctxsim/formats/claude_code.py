@@ -1,0 +1,451 @@
+"""`claude-code`: Claude Code session JSONL (`~/.claude/projects/<cwd>/<session>.jsonl`).
+
+What the reader maps:
+
+- One API response is logged over several `assistant` lines (one content block each) that
+  share `requestId` and `message.id` and repeat `usage`. They become one assistant message;
+  its usage comes from the response's final line (input and cache counts are the same on
+  every line; `output_tokens` is a streaming placeholder on the early lines, so the largest
+  is kept). A response key seen again later in the file is a copy and is not counted again.
+- Anthropic's exclusive usage becomes the inclusive convention: the prompt is
+  `input + cache_creation + cache_read`; the 5-minute / 1-hour split of the writes is kept.
+- `tool_use` blocks become tool calls, `tool_result` blocks tool messages (their text and
+  images: what was sent; `toolUseResult` is never sent and is not counted), `thinking` is kept.
+- `compact_boundary` (a compaction the agent did) ends the session: the agent's history
+  restarts from the summary, so what follows is a new session that starts with a
+  `compaction` event and the `isCompactSummary` message as a `summary` message (linked by
+  `continues`). Replaying it under `none` then follows what the agent actually sent.
+- Sidechain (subagent) lines, in their own file or inline, are their own session, linked to
+  the parent's Task call by `agentId` when both are read; the parent's copy of the subagent's
+  final usage (`toolUseResult.usage`) is never counted as a parent request, but it repairs
+  the subagent's last response when that was logged only as a placeholder.
+- Synthetic error messages (`<synthetic>` model), `queue-operation`, `file-history-snapshot`,
+  `progress`, title `summary` lines and other housekeeping are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import IO, Any
+
+from ctxsim.errors import TraceError
+from ctxsim.formats import (
+    IMAGE_FALLBACK_TOKENS, FormatInfo, Node, SessionBuilder, Source, frozen, image_tokens, kind_of, register,
+    sniff_json_head, text_of, usage_anthropic,
+)
+from ctxsim.model import Message, Session, ToolCall, Trace, Usage
+
+NAME = "claude-code"
+HOUSEKEEPING = {"queue-operation", "file-history-snapshot", "progress", "summary", "custom-title", "ai-title",
+                "last-prompt", "tag", "attachment"}
+LINE_TYPES = {"user", "assistant", "system"} | HOUSEKEEPING
+
+
+@dataclass
+class _Response:
+    """An assistant response being assembled from its lines."""
+
+    key: tuple[str, str] | None
+    line: int
+    ts: str | None
+    model: str | None
+    texts: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage | None = None
+    extra_tokens: int = 0
+
+    def merge_usage(self, usage: Usage | None) -> None:
+        if usage is None:
+            return
+        if self.usage is None:
+            self.usage = usage
+            return
+        # the later line is the final one; the output count only grows while streaming
+        self.usage = replace(usage, output_tokens=max(usage.output_tokens, self.usage.output_tokens))
+
+    def message(self) -> Message:
+        extra: dict[str, Any] = {}
+        if self.key is not None:
+            extra["request_id"], extra["message_id"] = self.key
+        return Message(
+            role="assistant", content="\n".join(self.texts), ts=self.ts,
+            thinking="\n".join(self.thinking) if self.thinking else None, tool_calls=tuple(self.calls),
+            usage=self.usage, model=self.model, extra_tokens=self.extra_tokens, extra=frozen(extra), line=self.line,
+        )
+
+
+class _Stream:
+    """One conversation (main or one sidechain) inside a file; a compaction starts its next session."""
+
+    def __init__(self, base_id: str, extra: dict[str, Any]) -> None:
+        self.base_id = base_id
+        self.base_extra = extra
+        self.done: list[SessionBuilder] = []
+        self.parts = 1
+        self.builder = self._new(base_id)
+        self.builder.extra.update(extra)
+        self.response: _Response | None = None
+        self.waiting: list[Message] = []  # results logged after the open response, added after it
+        self.subagents: dict[str, dict[str, Any]] = {}
+
+    @staticmethod
+    def _new(session_id: str) -> SessionBuilder:
+        return SessionBuilder(session_id, source=NAME, provider="anthropic")
+
+    def flush(self) -> None:
+        if self.response is not None:
+            self.builder.add(self.response.message())
+            self.response = None
+        for message in self.waiting:
+            self.builder.add(message)
+        self.waiting = []
+
+    def add(self, message: Message) -> None:
+        if self.response is not None and message.role == "tool":
+            self.waiting.append(message)
+            return
+        self.flush()
+        self.builder.add(message)
+
+    def compaction(self, ts: str | None, fields: dict[str, Any]) -> None:
+        self.flush()
+        previous = self.builder
+        self.done.append(previous)
+        self.parts += 1
+        self.builder = self._new(f"{self.base_id}/part-{self.parts}")
+        self.builder.extra.update(self.base_extra)
+        self.builder.extra["continues"] = previous.id
+        self.builder.event("compaction", ts, **fields)
+
+    def sessions(self) -> list[Session]:
+        self.flush()
+        builders = [*self.done, self.builder]
+        out = []
+        for b in builders:
+            if not b.messages and not b.events:
+                continue
+            model = next((m.model for m in b.messages if m.model), None)
+            b.header["model"] = model
+            if self.subagents and b is builders[0]:
+                b.extra["subagents"] = self.subagents
+            out.append(b.build())
+        return out
+
+
+def _is_sidechain(node: Node) -> bool:
+    return node.get("isSidechain") is True
+
+
+def _is_prompt(node: Node) -> bool:
+    """A user line that is a prompt (not tool results, not a summary or injected text)."""
+    if node.get("isCompactSummary") is True or node.get("isMeta") is True:
+        return False
+    message = node.value.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):
+        return not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    return isinstance(content, str)
+
+
+def parse(stream: IO[bytes], source: Source) -> list[Session]:
+    streams: dict[str, _Stream] = {}
+    order: list[str] = []
+    seen_keys: set[tuple[str, str]] = set()
+    session_id: str | None = None
+    stem = source.path.rsplit("/", 1)[-1].split(".", 1)[0] or "claude-code"
+    counts = {"synthetic": 0, "copies": 0, "unknown": 0, "forks": 0}
+
+    def stream_for(node: Node) -> _Stream:
+        nonlocal session_id
+        sid = node.str("sessionId") or session_id or stem
+        session_id = session_id or sid
+        if _is_sidechain(node):
+            agent = node.str("agentId") or "sidechain"
+            key = f"{sid}/agent-{agent}"
+            extra: dict[str, Any] = {"claude_session_id": sid, "agent_id": agent, "sidechain": True}
+        else:
+            key = sid
+            extra = {"claude_session_id": sid}
+        if key not in streams:
+            version = node.str("version")
+            if version:
+                extra["cli_version"] = version
+            streams[key] = _Stream(key, extra)
+            order.append(key)
+        return streams[key]
+
+    seen_uuids: set[str] = set()
+    last_uuid: dict[bool, str] = {}  # per main / sidechain: the uuid of the latest line
+    for node in source.jsonl(stream):
+        kind = node.value.get("type")
+        if not isinstance(kind, str):
+            source.bad(node.line, "field 'type' is missing or not a string (every Claude Code line has one)")
+            continue
+        if kind in HOUSEKEEPING:
+            continue
+        if kind not in ("user", "assistant", "system"):
+            counts["unknown"] += 1
+            continue
+        uuid, parent = node.value.get("uuid"), node.value.get("parentUuid")
+        side = _is_sidechain(node)
+        if (kind == "user" and isinstance(parent, str) and parent in seen_uuids and parent != last_uuid.get(side)
+                and _is_prompt(node)):
+            counts["forks"] += 1  # a rewind: the prompt continues from an earlier message
+        if isinstance(uuid, str):
+            seen_uuids.add(uuid)
+            last_uuid[side] = uuid
+        try:
+            if kind == "system":
+                _system(node, stream_for)
+            elif kind == "assistant":
+                _assistant(node, stream_for, seen_keys, counts)
+            else:
+                _user(node, stream_for)
+        except TraceError as exc:
+            source.bad(node.line, exc.message)
+    if counts["synthetic"]:
+        source.note(f"ignored {counts['synthetic']} synthetic error message(s) (model <synthetic>, no usage)")
+    if counts["copies"]:
+        source.note(f"{counts['copies']} line(s) repeat a response already read; counted once")
+    if counts["forks"]:
+        source.note(f"{counts['forks']} rewind(s): a prompt continues from an earlier message; the abandoned "
+                    "branch stays in the history, in file order (its requests were real and are counted)")
+    if counts["unknown"]:
+        source.note(f"ignored {counts['unknown']} line(s) of types this reader does not know")
+    sessions: list[Session] = []
+    for key in order:
+        sessions.extend(streams[key].sessions())
+    return sessions
+
+
+def _system(node: Node, stream_for: Any) -> None:
+    subtype = node.get("subtype")
+    if subtype == "compact_boundary":
+        meta = node.obj("compactMetadata")
+        fields = {}
+        if meta is not None:
+            fields = {"pre_tokens": meta.count("preTokens"), "post_tokens": meta.count("postTokens"),
+                      "trigger": meta.str("trigger"), "duration_ms": meta.count("durationMs")}
+        stream_for(node).compaction(node.ts("timestamp"), fields)
+    elif subtype == "microcompact_boundary":
+        meta = node.obj("microcompactMetadata")
+        s = stream_for(node)
+        s.flush()
+        s.builder.event("microcompact", node.ts("timestamp"),
+                        pre_tokens=meta.count("preTokens") if meta else None,
+                        tokens_saved=meta.count("tokensSaved") if meta else None,
+                        trigger=meta.str("trigger") if meta else None)
+
+
+def _assistant(node: Node, stream_for: Any, seen: set[tuple[str, str]], counts: dict[str, int]) -> None:
+    message = node.obj("message", required=True)
+    assert message is not None
+    model = message.str("model")
+    if model == "<synthetic>" or node.get("isApiErrorMessage") is True:
+        counts["synthetic"] += 1
+        return
+    mid = message.str("id")
+    rid = node.str("requestId")
+    key = (rid or "", mid or "") if (mid or rid) else None
+    usage_node = message.obj("usage")
+    usage = usage_anthropic(usage_node) if usage_node is not None else None
+    ts = node.ts("timestamp")
+    content = message.child("content")
+    blocks = [content] if isinstance(content.value, str) else (content.items() if content.value is not None else [])
+    part = _Response(key, node.line or 0, ts, model)
+    for block in blocks:  # checked in full before anything is merged
+        _assistant_block(block, part)
+    s = stream_for(node)
+    if key is not None and s.response is not None and s.response.key == key:
+        response = s.response
+    elif key is not None and key in seen:
+        counts["copies"] += 1
+        return
+    else:
+        s.flush()
+        response = s.response = _Response(key, node.line or 0, ts, model)
+        if key is not None:
+            seen.add(key)
+    response.merge_usage(usage)
+    known = {c.id for c in response.calls}
+    fresh_calls = [c for c in part.calls if c.id not in known]
+    repeated = len(part.calls) - len(fresh_calls) + sum(t in response.texts for t in part.texts if t) + sum(
+        t in response.thinking for t in part.thinking)
+    if repeated and not fresh_calls and all(t in response.texts for t in part.texts) and all(
+            t in response.thinking for t in part.thinking):
+        counts["copies"] += 1  # the same block logged again
+        return
+    response.texts += part.texts
+    response.thinking += part.thinking
+    response.calls += fresh_calls
+    response.extra_tokens += part.extra_tokens
+
+
+def _assistant_block(block: Node, response: _Response) -> None:
+    v = block.value
+    if isinstance(v, str):
+        response.texts.append(v)
+        return
+    if not isinstance(v, dict):
+        raise block.fail(f"must be a content block (an object), got {kind_of(v)}")
+    kind = v.get("type")
+    if kind == "text":
+        response.texts.append(block.str("text") or "")
+    elif kind == "thinking":
+        text = block.str("thinking")
+        if text:
+            response.thinking.append(text)
+    elif kind == "redacted_thinking":
+        pass  # encrypted: its size cannot be known from the log
+    elif kind == "tool_use":
+        call_id = block.str("id", required=True)
+        name = block.str("name", required=True)
+        response.calls.append(ToolCall(call_id, name, v.get("input")))  # type: ignore[arg-type]
+    elif kind == "image":
+        response.extra_tokens += image_tokens(block, "anthropic")
+    else:  # server tool use and its results: sent back as they are
+        response.texts.append(json.dumps(v, ensure_ascii=False, separators=(",", ":")))
+
+
+def _images(block: Node) -> int:
+    return image_tokens(block, "anthropic")
+
+
+def _user(node: Node, stream_for: Any) -> None:
+    message = node.obj("message", required=True)
+    assert message is not None
+    ts = node.ts("timestamp")
+    content = message.child("content")
+    extra: dict[str, Any] = {}
+    if node.get("isMeta") is True:
+        extra["meta"] = True
+    out: list[Message] = []
+    if node.get("isCompactSummary") is True:
+        text, more = text_of(content, _images)
+        out.append(Message("summary", text, ts=ts, extra_tokens=more, line=node.line))
+    elif isinstance(content.value, list):
+        texts: list[str] = []
+        more_tokens = 0
+        for block in content.items():
+            v = block.value
+            kind = v.get("type") if isinstance(v, dict) else None
+            if kind == "tool_result":
+                call_id = block.str("tool_use_id", required=True)
+                text, more = text_of(block.child("content"), _images)
+                out.append(Message("tool", text, ts=ts, tool_call_id=call_id, is_error=block.bool("is_error"),
+                                   extra_tokens=more, line=node.line))
+            elif kind == "document":
+                src = block.obj("source")
+                if src is not None and src.get("type") == "text":
+                    texts.append(src.str("data") or "")
+                else:
+                    more_tokens += IMAGE_FALLBACK_TOKENS  # a PDF: its size is not knowable here
+            else:
+                text, more = text_of(Node([v], block.source, block.line, block.path[:-1]), _images)
+                if text or kind in (None, "text"):
+                    texts.append(text)
+                more_tokens += more
+        if texts or more_tokens:
+            out.append(Message("user", "\n".join(texts), ts=ts, extra_tokens=more_tokens, extra=frozen(extra),
+                               line=node.line))
+    else:
+        text, more = text_of(content, _images)
+        out.append(Message("user", text, ts=ts, extra_tokens=more, extra=frozen(extra), line=node.line))
+    result = node.get("toolUseResult")
+    s = stream_for(node)
+    if isinstance(result, dict) and isinstance(result.get("agentId"), str):
+        call_id = next((m.tool_call_id for m in out if m.role == "tool"), None)
+        entry: dict[str, Any] = {"tool_call_id": call_id}
+        usage = result.get("usage")
+        if isinstance(usage, dict):
+            try:
+                u = usage_anthropic(Node(usage, node.source, node.line, ("toolUseResult", "usage")))
+            except TraceError:  # a summary copy: never worth failing the read for
+                u = None
+            if u is not None:
+                entry["final_usage"] = {"input_tokens": u.input_tokens, "cache_read_tokens": u.cache_read_tokens,
+                                        "cache_write_tokens": u.cache_write_tokens,
+                                        "cache_write_1h_tokens": u.cache_write_1h_tokens,
+                                        "output_tokens": u.output_tokens}
+        s.subagents[result["agentId"]] = entry
+    for m in out:
+        if m.role == "summary":
+            s.flush()
+        s.add(m)
+
+
+def link(sessions: list[Session]) -> list[Session]:
+    """Link subagent sessions to the parent's Task call; repair a placeholder final output;
+    count a response that appears in two files once."""
+    parents: dict[str, tuple[Session, dict[str, Any]]] = {}
+    for s in sessions:
+        for agent, entry in (s.extra.get("subagents") or {}).items():
+            parents[agent] = (s, entry)
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for s in sessions:
+        messages = list(s.messages)
+        changed = False
+        for i, m in enumerate(messages):
+            key = (m.extra.get("request_id"), m.extra.get("message_id"))
+            if m.role != "assistant" or key == (None, None) or m.usage is None:
+                continue
+            if key in seen:
+                messages[i] = replace(m, usage=None, extra=frozen({**m.extra, "copy_of_counted_response": True}))
+                changed = True
+            seen.add(key)  # type: ignore[arg-type]
+        extra = dict(s.extra)
+        agent = extra.get("agent_id")
+        if agent in parents:
+            parent, entry = parents[agent]
+            extra["parent_session"] = parent.id
+            extra["parent_tool_call_id"] = entry.get("tool_call_id")
+            final = entry.get("final_usage")
+            last = next((j for j in range(len(messages) - 1, -1, -1) if messages[j].role == "assistant"), None)
+            if final and last is not None and messages[last].usage is not None:
+                u = messages[last].usage
+                assert u is not None
+                same_prompt = (u.input_tokens, u.cache_read_tokens) == (final["input_tokens"],
+                                                                        final["cache_read_tokens"])
+                if same_prompt and final["output_tokens"] > u.output_tokens:
+                    messages[last] = replace(messages[last], usage=replace(u, output_tokens=final["output_tokens"]),
+                                             extra=frozen({**messages[last].extra, "output_from_parent": True}))
+                    changed = True
+            out.append(replace(s, messages=tuple(messages), extra=frozen(extra)))
+        else:
+            out.append(replace(s, messages=tuple(messages)) if changed else s)
+    return out
+
+
+def sniff(head: bytes) -> str | None:
+    shape, first = sniff_json_head(head)
+    if shape not in ("jsonl", "single"):
+        return "not JSONL" if shape == "document" else first
+    for raw in head.splitlines()[:20]:
+        try:
+            record = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(record, dict):
+            continue
+        kind = record.get("type")
+        if kind in ("user", "assistant", "system") and "message" in record or kind == "system":
+            if "sessionId" in record or "uuid" in record or "parentUuid" in record:
+                return None
+        if kind in ("queue-operation", "file-history-snapshot") and ("sessionId" in record or "snapshot" in record):
+            return None
+        if kind == "summary" and "leafUuid" in record:
+            return None
+    return "no Claude Code lines (type user/assistant/system with sessionId, uuid and message) in the first lines"
+
+
+def read(path: str) -> Trace:
+    from ctxsim.formats import read_traces
+
+    return read_traces([path], NAME)
+
+
+register(FormatInfo(name=NAME, description="Claude Code session JSONL (~/.claude/projects/*/*.jsonl), subagent files",
+                    read=read, sniff=sniff, module=__name__, parse=parse, link=link))

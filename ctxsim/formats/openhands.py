@@ -1,0 +1,262 @@
+"""`openhands`: OpenHands event streams (a trajectory export: a JSON array of events; or the
+evaluation `output.jsonl`, one instance with its `history` per line).
+
+What the reader maps:
+
+- the user's `message` actions become user messages (`image_urls` counted as images); a
+  `system` action, where logged, is the system prompt and its tools;
+- an agent action with `tool_call_metadata` belongs to one LLM response
+  (`model_response.id`); a response that produced several actions is one assistant
+  message (its text and every tool call it made), its `usage` counted once: the same
+  metadata repeated on later actions and on the observations is not counted again. Usage
+  follows litellm: `prompt_tokens` includes the cache read (`cache_read_input_tokens`) and
+  write (`cache_creation_input_tokens`). Newer files' `llm_metrics.token_usages` fill in a
+  response whose metadata lacks usage;
+- an agent `message` / `finish` / `think` action without metadata is a response with no usage
+  logged (a request all the same);
+- an observation caused by a tool-call action is that call's result (its content, with the
+  command's prefix/suffix lines when logged); other observations of agent actions are sent
+  back as user messages; state changes and `null` observations are not sent and are skipped;
+- `condensation` actions (the condenser) are compaction events; their summary, when
+  logged, a `summary` message.
+"""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+from ctxsim.errors import TraceError
+from ctxsim.formats import (
+    FormatInfo, Node, SessionBuilder, Source, any_usage, arguments_of, frozen, head_text, image_tokens, kind_of,
+    register, sniff_json_head, split_model, text_of,
+)
+from ctxsim.model import Message, Session, ToolCall, Trace, Usage
+
+NAME = "openhands"
+SILENT_OBSERVATIONS = {"null", "agent_state_changed", "recall", "user_rejected", "condense"}
+SILENT_ACTIONS = {"change_agent_state", "null", "recall", "system"}
+TEXT_ACTIONS = {"message", "finish", "think", "reject", "delegate"}
+
+
+def _images(block: Node) -> int:
+    return image_tokens(block, "anthropic")
+
+
+class _Reader:
+    def __init__(self, source: Source, session_id: str, model: str | None) -> None:
+        self.source = source
+        provider, name = split_model(model)
+        self.builder = SessionBuilder(session_id, source=NAME, model=name, provider=provider)
+        self.responses: set[str] = set()
+        self.call_of_action: dict[int, str] = {}  # action event id -> tool call id
+        self.agent_actions: set[int] = set()
+        self.metric_usage: dict[str, Usage] = {}
+
+    def _usage_from_metrics(self, event: Node) -> None:
+        metrics = event.obj("llm_metrics")
+        if metrics is None:
+            return
+        for entry in metrics.list("token_usages"):
+            if not entry.is_obj():
+                continue
+            rid = entry.str("response_id")
+            if rid and rid not in self.metric_usage:
+                self.metric_usage[rid] = any_usage(entry)
+
+    def event(self, event: Node) -> None:
+        if not event.is_obj():
+            raise event.fail(f"must be an event (an object), got {kind_of(event.value)}")
+        self._usage_from_metrics(event)
+        ts = event.ts("timestamp")
+        eid = event.value.get("id")
+        source = event.str("source")
+        action = event.str("action")
+        observation = event.str("observation")
+        if action is not None:
+            self.action(event, eid, source, action, ts)
+        elif observation is not None:
+            self.observation(event, observation, ts)
+
+    def action(self, event: Node, eid: Any, source: str | None, action: str, ts: str | None) -> None:
+        args = event.obj("args")
+        if action == "system":
+            if args is not None:
+                self.builder.header["system"] = args.str("content")
+                tools = args.get("tools")
+                if isinstance(tools, list):
+                    self.builder.header["tools"] = [t for t in tools if isinstance(t, dict)]
+            return
+        if action == "condensation":
+            summary = args.str("summary") if args is not None else None
+            self.builder.event("compaction", ts, condenser=True,
+                               forgotten=len(args.list("forgotten_event_ids")) if args is not None else None)
+            if summary:
+                self.builder.add(Message("summary", summary, ts=ts, line=event.line))
+            return
+        if source == "user":
+            if action == "message":
+                text = (args.str("content") if args is not None else None) or event.str("message") or ""
+                images = len(args.list("image_urls")) if args is not None else 0
+                self.builder.add(Message("user", text, ts=ts, extra_tokens=images * 1600, line=event.line))
+            return
+        if source != "agent" or action in SILENT_ACTIONS:
+            return
+        if isinstance(eid, int):
+            self.agent_actions.add(eid)
+        meta = event.obj("tool_call_metadata")
+        if meta is not None:
+            response = meta.obj("model_response")
+            call_id = meta.str("tool_call_id")
+            if isinstance(eid, int) and call_id:
+                self.call_of_action[eid] = call_id
+            rid = response.str("id") if response is not None else None
+            if rid is None or rid in self.responses:
+                return  # the rest of a response already read
+            self.responses.add(rid)
+            self.builder.add(self._response(response, meta, ts, event))  # type: ignore[arg-type]
+            return
+        if action in TEXT_ACTIONS:
+            text = ""
+            if args is not None:
+                text = args.str("content") or args.str("final_thought") or args.str("thought") or ""
+            text = text or event.str("message") or ""
+            # newer files attach llm_metrics to the event an LLM call produced: its unread usage is this one's
+            rid = next((r for r in reversed(list(self.metric_usage)) if r not in self.responses), None)
+            if rid is not None:
+                self.responses.add(rid)
+                self.builder.add(Message("assistant", text, ts=ts, usage=self.metric_usage[rid],
+                                         model=self.builder.header.get("model"), extra=frozen({"response_id": rid}),
+                                         line=event.line))
+                return
+            self.builder.add(Message("assistant", text, ts=ts, model=self.builder.header.get("model"),
+                                     extra=frozen({"usage_not_logged": True}), line=event.line))
+
+    def _response(self, response: Node, meta: Node, ts: str | None, event: Node) -> Message:
+        choices = response.list("choices")
+        text = ""
+        calls: list[ToolCall] = []
+        thinking = None
+        if choices:
+            message = choices[0].obj("message")
+            if message is not None:
+                text, _ = text_of(message.child("content"))
+                thinking = message.str("reasoning_content")
+                for call in message.list("tool_calls"):
+                    if not call.is_obj():
+                        raise call.fail("must be a tool call (an object)")
+                    function = call.obj("function", required=True)
+                    assert function is not None
+                    calls.append(ToolCall(call.str("id", required=True) or "",
+                                          function.str("name", required=True) or "",
+                                          arguments_of(function.get("arguments"))))
+        if not calls and meta.str("tool_call_id"):
+            calls.append(ToolCall(meta.str("tool_call_id") or "", meta.str("function_name") or "tool", None))
+        usage_node = response.obj("usage")
+        rid = response.str("id") or ""
+        usage = any_usage(usage_node) if usage_node is not None else self.metric_usage.get(rid)
+        _, model = split_model(response.str("model"))
+        if model and not self.builder.header.get("model"):
+            provider, _ = split_model(response.str("model"))
+            self.builder.header["model"] = model
+            self.builder.header["provider"] = self.builder.header.get("provider") or provider
+        return Message("assistant", text, ts=ts, thinking=thinking, tool_calls=tuple(calls), usage=usage,
+                       model=model, extra=frozen({"response_id": rid}), line=event.line)
+
+    def observation(self, event: Node, observation: str, ts: str | None) -> None:
+        if observation in SILENT_OBSERVATIONS:
+            return
+        cause = event.value.get("cause")
+        if not isinstance(cause, int) or isinstance(cause, bool):
+            return  # no action caused it
+        if event.str("source") == "user" or cause not in self.agent_actions:
+            return  # not the answer to something the model did
+        content = event.str("content") or ""
+        extras = event.obj("extras")
+        meta = extras.obj("metadata") if extras is not None else None
+        if meta is not None:
+            prefix, suffix = meta.str("prefix") or "", meta.str("suffix") or ""
+            content = f"{prefix}{content}{suffix}"
+        call_id = self.call_of_action.get(cause)
+        if call_id:
+            self.builder.add(Message("tool", content, ts=ts, tool_call_id=call_id, line=event.line))
+        else:
+            self.builder.add(Message("user", content, ts=ts, extra=frozen({"observation": observation}),
+                                     line=event.line))
+
+    def finish(self) -> Session:
+        if self.metric_usage:  # metrics logged after their response
+
+            messages = []
+            for m in self.builder.messages:
+                rid = m.extra.get("response_id")
+                if m.role == "assistant" and m.usage is None and rid in self.metric_usage:
+                    m = Message(m.role, m.content, ts=m.ts, thinking=m.thinking, tool_calls=m.tool_calls,
+                                usage=self.metric_usage[rid], model=m.model, extra=m.extra, line=m.line)
+                messages.append(m)
+            self.builder.messages = messages
+        return self.builder.build()
+
+
+def _events_session(events: list[Node], source: Source, session_id: str, model: str | None) -> Session:
+    reader = _Reader(source, session_id, model)
+    for event in events:
+        reader.event(event)
+    return reader.finish()
+
+
+def _instance(node: Node, source: Source, default_id: str) -> Session:
+    metadata = node.obj("metadata")
+    model = None
+    if metadata is not None:
+        llm = metadata.obj("llm_config")
+        model = llm.str("model") if llm is not None else None
+    sid = node.value.get("instance_id")
+    return _events_session(node.list("history", required=True), source,
+                           str(sid) if sid is not None else default_id, model)
+
+
+def parse(stream: IO[bytes], source: Source) -> list[Session]:
+    stem = source.path.rsplit("/", 1)[-1].split(".", 1)[0] or NAME
+    nodes, whole = source.any_json(stream)
+    if not whole:
+        sessions = []
+        for node in nodes:
+            try:
+                sessions.append(_instance(node, source, f"{stem}-{node.line}"))
+            except TraceError as exc:
+                source.bad(node.line, exc.message)
+        return sessions
+    doc = nodes[0]
+    if isinstance(doc.value, list):
+        return [_events_session(doc.items(), source, stem, None)]
+    if isinstance(doc.value, dict) and "history" in doc:
+        return [_instance(doc, source, stem)]
+    raise doc.fail("expected an array of events, or an instance {instance_id, history: [...]}")
+
+
+def sniff(head: bytes) -> str | None:
+    shape, first = sniff_json_head(head)
+    text = head_text(head)
+    if shape == "none":
+        return first
+    if shape == "jsonl":
+        if isinstance(first, dict) and isinstance(first.get("history"), list) and "instance_id" in first:
+            return None
+        return "JSONL lines are not evaluation instances {instance_id, history}"
+    stripped = text.lstrip()
+    events = '"source"' in text and ('"action"' in text or '"observation"' in text)
+    if stripped.startswith("[") and events and '"timestamp"' in text:
+        return None
+    if stripped.startswith("{") and '"history"' in text[:4000] and events and '"instance_id"' in text:
+        return None
+    return "no OpenHands events ({id, timestamp, source, action|observation}) in the first bytes"
+
+
+def read(path: str) -> Trace:
+    from ctxsim.formats import read_traces
+
+    return read_traces([path], NAME)
+
+
+register(FormatInfo(name=NAME, description="OpenHands event streams (trajectory exports, evaluation output.jsonl)",
+                    read=read, sniff=sniff, module=__name__, parse=parse))

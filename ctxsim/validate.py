@@ -1,0 +1,446 @@
+"""Validation: replay a trace with no policy and compare each request with what it recorded.
+
+The replay uses the trace's own provider, model and cache model (policy `none`), first
+calibrated (see `calibrate`) unless asked not to. Per request it compares the simulated
+prompt, cache read and cache write with the recorded usage; errors are relative to the
+recorded prompt, so a request that read nothing from the cache still has a finite error.
+For the requests that differ most it says what the log shows about why (a cache kept warm
+outside the log, a provider-side cache miss, a compaction whose summarising call is not
+logged, a prompt that shrank with no compaction logged, an image whose size is estimated).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from decimal import Decimal
+from typing import Any
+
+from ctxsim.calibrate import Calibration, fit
+from ctxsim.caching import model_rules
+from ctxsim.counting import MessageSizer
+from ctxsim.engine import Replayer, Setup
+from ctxsim.errors import CtxsimError
+from ctxsim.history import Edit, History, Splice
+from ctxsim.model import Message, Session, Trace
+from ctxsim.policies import Context, parse_policy
+from ctxsim.pricing import Bill
+from ctxsim.tokens import TokenCounter, get_tokenizer, label
+
+
+# Anthropic models that keep the thinking of earlier turns (extended-thinking docs; the clear_thinking
+# policy cites the same list); older ones strip it from the prompt.
+KEEPS_THINKING = ("claude-opus-4-5", "claude-opus-4-6", "claude-opus-4-7", "claude-sonnet-4-6", "claude-sonnet-4-7")
+TAG = "provider_dropped_reasoning"
+
+
+@dataclass(frozen=True)
+class _NoParams:
+    pass
+
+
+class ProviderReasoningRule:
+    """The provider, not the agent, drops reasoning sent back from turns before the latest user message.
+
+    OpenAI reasoning models ignore the reasoning items of earlier turns (the Responses API
+    reasoning guide: reasoning is carried within a turn, discarded at the next user message);
+    Claude models before Opus 4.5 / Sonnet 4.6 strip earlier turns' thinking blocks. A log of
+    the agent still holds them; under `none` the replay would keep counting them. This rule
+    drops them as the provider does: an assistant message before the latest user message loses
+    its thinking text and its hidden reasoning tokens. It is a provider behaviour, applied by
+    `validate`; proposed as an engine option so that `replay` applies it too.
+    """
+
+    name = "provider-rules"
+    params = _NoParams()
+
+    def __init__(self, provider: str, model: str) -> None:
+        self.openai = provider == "openai"
+        self.anthropic = provider == "anthropic" and not model.lower().startswith(KEEPS_THINKING)
+        self._history: History | None = None
+        self._seen = 0
+        self._last_user = 0
+        self._done = 0
+        self.dropped_tokens = 0
+
+    @property
+    def active(self) -> bool:
+        return self.openai or self.anthropic
+
+    def _carries(self, message: Message) -> bool:
+        if message.role != "assistant":
+            return False
+        if self.openai and message.extra_tokens and message.extra.get("reasoning_tokens"):
+            return True
+        return self.anthropic and bool(message.thinking)
+
+    def decide(self, ctx: Context) -> list[Edit]:
+        history = ctx.history
+        if history is not self._history or len(history) < self._seen:
+            self._history, self._seen, self._last_user, self._done = history, 0, 0, 0
+        items = history.items
+        for i in range(self._seen, len(items)):
+            if items[i].message.role == "user":
+                self._last_user = i
+        self._seen = len(items)
+        splices = []
+        for i in range(self._done, self._last_user):
+            item = items[i]
+            if TAG in item.tags or not self._carries(item.message):
+                continue
+            message = item.message
+            lighter = replace(message, thinking=None, extra_tokens=0)
+            new = history.item(lighter, origin=item.origin, tags=item.tags | {TAG}, cleared=item.cleared,
+                               inserted=item.inserted, pinned=item.pinned)
+            self.dropped_tokens += item.tokens - new.tokens
+            splices.append(Splice(i, i + 1, (new,)))
+        self._done = max(self._done, self._last_user)
+        if not splices:
+            return []
+        return [Edit("provider_drops_reasoning", tuple(splices),
+                     f"the provider dropped the reasoning of {len(splices)} earlier-turn responses")]
+
+
+@dataclass
+class RequestCheck:
+    request: int
+    session: str
+    index: int
+    ts: str | None
+    recorded_input_tokens: int
+    simulated_input_tokens: int
+    recorded_cache_read_tokens: int
+    simulated_cache_read_tokens: int
+    recorded_cache_write_tokens: int
+    simulated_cache_write_tokens: int
+    recorded_cost_usd: Decimal
+    simulated_cost_usd: Decimal
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def prompt_error(self) -> float:
+        return (self.simulated_input_tokens - self.recorded_input_tokens) / self.recorded_input_tokens
+
+    @property
+    def read_error(self) -> float:
+        return (self.simulated_cache_read_tokens - self.recorded_cache_read_tokens) / self.recorded_input_tokens
+
+    @property
+    def write_error(self) -> float:
+        return (self.simulated_cache_write_tokens - self.recorded_cache_write_tokens) / self.recorded_input_tokens
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["recorded_cost_usd"] = str(self.recorded_cost_usd)
+        out["simulated_cost_usd"] = str(self.simulated_cost_usd)
+        out["prompt_error"] = round(self.prompt_error, 6)
+        out["read_error"] = round(self.read_error, 6)
+        out["write_error"] = round(self.write_error, 6)
+        return out
+
+
+def quantile(values: list[float], q: float) -> float:
+    """Nearest-rank quantile (q in 0..1) of absolute values; 0 for none."""
+    if not values:
+        return 0.0
+    ordered = sorted(abs(v) for v in values)
+    return ordered[max(1, math.ceil(q * len(ordered))) - 1]
+
+
+@dataclass
+class Validation:
+    trace: str
+    provider: str
+    model: str
+    cache_model: str
+    tokenizer: str
+    calibrated: bool
+    calibration: Calibration | None
+    requests: int  # all requests replayed
+    checks: list[RequestCheck]
+    rules: list[str] = field(default_factory=list)
+
+    def _sum(self, key: str) -> int:
+        return sum(getattr(c, key) for c in self.checks)
+
+    @property
+    def recorded_hit_rate(self) -> float:
+        total = self._sum("recorded_input_tokens")
+        return self._sum("recorded_cache_read_tokens") / total if total else 0.0
+
+    @property
+    def simulated_hit_rate(self) -> float:
+        total = self._sum("simulated_input_tokens")
+        return self._sum("simulated_cache_read_tokens") / total if total else 0.0
+
+    def stats(self, which: str) -> dict[str, float]:
+        values = [getattr(c, f"{which}_error") for c in self.checks]
+        return {"median": quantile(values, 0.5), "p90": quantile(values, 0.9), "max": quantile(values, 1.0)}
+
+    @property
+    def recorded_cost(self) -> Decimal:
+        return sum((c.recorded_cost_usd for c in self.checks), Decimal(0))
+
+    @property
+    def simulated_cost(self) -> Decimal:
+        return sum((c.simulated_cost_usd for c in self.checks), Decimal(0))
+
+    def worst(self, n: int = 10, by: str = "prompt") -> list[RequestCheck]:
+        return sorted(self.checks, key=lambda c: (-abs(getattr(c, f"{by}_error")), c.request))[:n]
+
+    def to_json(self, worst: int = 10) -> dict[str, Any]:
+        rec_cost, sim_cost = self.recorded_cost, self.simulated_cost
+        return {
+            "trace": self.trace, "provider": self.provider, "model": self.model, "cache_model": self.cache_model,
+            "tokenizer": self.tokenizer, "calibrated": self.calibrated, "provider_rules": self.rules,
+            "calibration": self.calibration.to_json() if self.calibration else None,
+            "requests": self.requests, "requests_with_usage": len(self.checks),
+            "totals": {
+                key: {"recorded": self._sum(f"recorded_{key}_tokens"), "simulated": self._sum(f"simulated_{key}_tokens")}
+                for key in ("input", "cache_read", "cache_write")
+            },
+            "hit_rate": {"recorded": round(self.recorded_hit_rate, 6), "simulated": round(self.simulated_hit_rate, 6),
+                         "error_points": round((self.simulated_hit_rate - self.recorded_hit_rate) * 100, 4)},
+            "cost_usd": {"recorded": str(rec_cost), "simulated": str(sim_cost),
+                         "error": round(float((sim_cost - rec_cost) / rec_cost), 6) if rec_cost else None},
+            "per_request_error": {k: {s: round(v, 6) for s, v in self.stats(k).items()}
+                                  for k in ("prompt", "read", "write")},
+            "worst": [c.to_json() for c in self.worst(worst)],
+            "unmatched_cache": [c.to_json() for c in self.worst(worst, "read") if abs(c.read_error) > 0.05],
+        }
+
+
+def validate(trace: Trace, tokenizer: str = "o200k_base", calibrate: bool = True,
+             calibration: Calibration | None = None) -> Validation:
+    """Replay `trace` under `none` with its own provider and model, and compare with its usage."""
+    counter = TokenCounter(get_tokenizer(tokenizer))
+    if not any(m.usage is not None for s in trace.sessions for m in s.messages if m.role == "assistant"):
+        raise CtxsimError(f"{trace.name}: no request in this trace recorded its usage per request; "
+                          "there is nothing to validate against (inspect shows what it recorded)")
+    cal = None
+    replayed = trace
+    framing = None
+    setup = Setup()
+    if calibrate:
+        cal = calibration or fit(trace, tokenizer, counter)
+        if cal is not None:
+            replayed = cal.apply(trace, counter)
+            framing = cal.framing()
+            setup = cal.setup(setup)
+    replayer = Replayer(replayed, MessageSizer(counter, framing), setup)
+    rule = ProviderReasoningRule(replayer.resolved.provider, replayer.resolved.model_id)
+    run = replayer.run(rule if rule.active else parse_policy("none"))
+    rules = []
+    if rule.dropped_tokens:
+        rules.append(f"provider rule: reasoning of turns before the latest user message dropped "
+                     f"({rule.dropped_tokens:,} tokens taken out of the prompt)")
+    rows = [r for r in run.rows if r.kind == "request"]
+    pricer = replayer.pricer
+    checks: list[RequestCheck] = []
+    position = 0
+    ttl = _ttl(replayer.resolved.provider, replayer.resolved.model_id)
+    for session in trace.sessions:
+        hidden = None
+        if cal is not None:
+            hidden = cal.group_prefix_tokens.get(cal.session_groups.get(session.id, ""), cal.hidden_prefix_tokens)
+        context = _SessionFacts(session, hidden, rule.active)
+        for message in session.messages:
+            context.see(message)
+            if message.role != "assistant":
+                continue
+            row = rows[position]
+            position += 1
+            usage = message.usage
+            if usage is None or usage.input_tokens <= 0:
+                context.after_request(message, None)
+                continue
+            ts_s = message.ts_s
+            recorded_cost = pricer.cost(Bill(usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
+                                             usage.cache_write_1h_tokens, usage.output_tokens), ts_s)
+            check = RequestCheck(
+                request=row.request, session=session.id, index=row.index, ts=message.ts,
+                recorded_input_tokens=usage.input_tokens, simulated_input_tokens=row.input_tokens,
+                recorded_cache_read_tokens=usage.cache_read_tokens, simulated_cache_read_tokens=row.cache_read_tokens,
+                recorded_cache_write_tokens=usage.cache_write_tokens + usage.cache_write_1h_tokens,
+                simulated_cache_write_tokens=row.cache_write_tokens + row.cache_write_1h_tokens,
+                recorded_cost_usd=recorded_cost, simulated_cost_usd=row.cost_usd,
+            )
+            check.reasons = context.reasons(check, message, ttl)
+            checks.append(check)
+            context.after_request(message, check)
+    r = replayer.resolved
+    return Validation(trace.name, r.provider, r.model_id, r.cache.name, label(counter.tokenizer), cal is not None,
+                      cal, len(rows), checks, rules)
+
+
+def _ttl(provider: str, model: str) -> float | None:
+    try:
+        rules = model_rules(provider, model)
+    except KeyError:
+        return None
+    return rules.get("ttl_5m_s") or rules.get("idle_s")
+
+
+class _SessionFacts:
+    """What the log shows around each request of one session: gaps, new messages, compactions."""
+
+    def __init__(self, session: Session, hidden_prefix: int | None, reasoning_rule: bool) -> None:
+        self.session = session
+        self.hidden_prefix = hidden_prefix
+        self.reasoning_rule = reasoning_rule
+        self.compacted = any(e.name == "compaction" for e in session.events)
+        self.previous: RequestCheck | None = None
+        self.previous_ts: float | None = None  # when the previous request was sent
+        self.input_ts: float | None = None  # the latest message before this request
+        self.new_messages: list[Message] = []
+        self.reasoning_tokens = 0  # hidden reasoning sent back so far
+        self.index = 0
+
+    def see(self, message: Message) -> None:
+        if message.role != "assistant":
+            self.new_messages.append(message)
+            if message.ts:
+                self.input_ts = message.ts_s
+
+    def request_ts(self, message: Message) -> float | None:
+        """When a request was sent: the latest message before it, as the engine takes it."""
+        return self.input_ts if self.input_ts is not None else (message.ts_s if message.ts else None)
+
+    def after_request(self, message: Message, check: RequestCheck | None) -> None:
+        self.index += 1
+        self.reasoning_tokens += int(message.extra.get("reasoning_tokens", 0) or 0) if message.thinking is not None \
+            else 0
+        if check is not None:
+            self.previous = check
+        sent = self.request_ts(message)
+        self.previous_ts = sent if sent is not None else self.previous_ts
+        self.new_messages = []
+
+    def reasons(self, check: RequestCheck, message: Message, ttl: float | None) -> list[str]:
+        out = []
+        rec_read, sim_read = check.recorded_cache_read_tokens, check.simulated_cache_read_tokens
+        ts = self.request_ts(message)
+        gap = ts - self.previous_ts if ts is not None and self.previous_ts is not None else None
+        first = self.index == 0
+        if first and self.compacted:
+            out.append("first request after the agent's own compaction (the summarising call is not logged)")
+        if first and rec_read > sim_read:
+            out.append(f"first request of its session, yet {rec_read:,} tokens came from the cache: that prefix "
+                       "(system prompt and tools) was cached before this log starts")
+        if gap is not None and ttl is not None and gap > ttl and rec_read > sim_read:
+            out.append(f"{_duration(gap)} since the previous request, past the {_duration(ttl)} cache lifetime, yet "
+                       f"{rec_read:,} tokens were read: kept warm outside this log")
+        prev = self.previous
+        if message.extra.get("total_reset"):
+            out.append("the running token total reset here: a new agent process sent this request (a resumed "
+                       "session), its hidden instructions may differ")
+        if prev is not None:
+            if check.recorded_input_tokens < prev.recorded_input_tokens and not first:
+                drop = prev.recorded_input_tokens - check.recorded_input_tokens
+                human = [m for m in self.new_messages if m.role == "user" and not m.extra.get("injected")]
+                why = f"the recorded prompt fell by {drop:,} tokens with no compaction in the log"
+                if human and self.reasoning_tokens:
+                    why += (f"; at a new user turn the provider drops earlier turns' reasoning "
+                            f"({self.reasoning_tokens:,} tokens so far)"
+                            + (", which the provider rule models" if self.reasoning_rule else ", which the replay keeps"))
+                out.append(why)
+            grew = check.recorded_input_tokens >= prev.recorded_input_tokens
+            if rec_read > sim_read and rec_read > prev.recorded_input_tokens:
+                out.append(f"the recorded read ({rec_read:,}) is more than the previous request's whole prompt "
+                           f"({prev.recorded_input_tokens:,}): the provider cached part of the previous response "
+                           "too; the simulation caches prompts only")
+            short = sim_read - rec_read
+            if short > 0.05 * check.recorded_input_tokens and (gap is None or ttl is None or gap <= ttl):
+                when = f"{_duration(gap)} after the previous request" if gap is not None else "soon after"
+                if self.hidden_prefix and rec_read <= self.hidden_prefix:
+                    out.append(f"{when}, the recorded cache read stopped at {rec_read:,} tokens, inside the hidden "
+                               f"prefix (~{self.hidden_prefix:,} tokens the log does not show): that part changed or "
+                               "the provider missed its cache; the log cannot tell which")
+                elif grew:
+                    out.append(f"{when}, the recorded cache read fell to {rec_read:,} though the prompt only grew: "
+                               "the provider missed its own cache")
+        images = sum(m.extra_tokens for m in self.new_messages)
+        if images:
+            out.append(f"{images:,} tokens of images or documents in the new messages, estimated from their size")
+        if message.extra.get("output_from_parent"):
+            out.append("output taken from the parent's copy of this subagent response")
+        return out
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    if seconds < 90:
+        return f"{seconds:.0f}s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+# ---------------------------------------------------------------- text
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:+.2f}%"
+
+
+def validation_tables(v: Validation, worst: int = 10) -> tuple[list[Any], list[str]]:
+    from ctxsim.render.terminal import TableData
+
+    out = []
+    cal = v.calibration
+    if cal is not None:
+        prefixes = ", ".join(f"{g} {p:,} tokens ({cal.group_requests.get(g, 0)} requests)"
+                             for g, p in cal.group_prefix_tokens.items())
+        out.append(TableData(
+            f"calibration (fitted on {cal.requests_used} recorded requests"
+            + (f", {cal.requests_excluded} excluded: first after a compaction" if cal.requests_excluded else "")
+            + "; --no-calibrate replays raw)",
+            ["", "value"],
+            [["token scale (billed per counted token)", f"{cal.scale:.4f}"],
+             ["per-message overhead", f"{cal.message_tokens} tokens"],
+             ["hidden prefix", prefixes]], left=2))
+    rec = {k: v._sum(f"recorded_{k}_tokens") for k in ("input", "cache_read", "cache_write")}
+    sim = {k: v._sum(f"simulated_{k}_tokens") for k in ("input", "cache_read", "cache_write")}
+
+    def err(a: int, b: int) -> str:
+        return _pct((b - a) / a) if a else "-"
+
+    rc, sc = v.recorded_cost, v.simulated_cost
+    out.append(TableData("totals over the requests with recorded usage", ["", "recorded", "simulated", "error"], [
+        ["prompt tokens", f"{rec['input']:,}", f"{sim['input']:,}", err(rec["input"], sim["input"])],
+        ["cache read", f"{rec['cache_read']:,}", f"{sim['cache_read']:,}", err(rec["cache_read"], sim["cache_read"])],
+        ["cache write", f"{rec['cache_write']:,}", f"{sim['cache_write']:,}",
+         err(rec["cache_write"], sim["cache_write"])],
+        ["hit rate", f"{v.recorded_hit_rate * 100:.2f}%", f"{v.simulated_hit_rate * 100:.2f}%",
+         f"{(v.simulated_hit_rate - v.recorded_hit_rate) * 100:+.2f} pt"],
+        ["cost", f"${rc:,.4f}", f"${sc:,.4f}", _pct(float((sc - rc) / rc)) if rc else "-"],
+    ]))
+    rows = []
+    for key, name in (("prompt", "prompt size"), ("read", "cache read"), ("write", "cache write")):
+        s = v.stats(key)
+        rows.append([name, f"{s['median'] * 100:.2f}%", f"{s['p90'] * 100:.2f}%", f"{s['max'] * 100:.2f}%"])
+    out.append(TableData(f"per-request |simulated - recorded| / recorded prompt ({len(v.checks)} requests)",
+                         ["", "median", "p90", "max"], rows))
+
+    def listing(title: str, checks: list[RequestCheck], key: str) -> list[Any]:
+        table = TableData(title, ["#", "session", "req", "prompt rec", "prompt sim", "error", "read rec", "read sim"],
+                          [[f"{c.request:,}", c.session[-12:], f"{c.index:,}", f"{c.recorded_input_tokens:,}",
+                            f"{c.simulated_input_tokens:,}", _pct(getattr(c, f"{key}_error")),
+                            f"{c.recorded_cache_read_tokens:,}", f"{c.simulated_cache_read_tokens:,}"]
+                           for c in checks], left=2)
+        why = TableData("why (what the log shows about these requests)", ["#", "reason"],
+                        [[f"{c.request:,}", reason] for c in checks for reason in c.reasons], left=2)
+        return [table, why] if why.rows else [table]
+
+    if worst:
+        out += listing(f"worst {worst} requests by prompt error", v.worst(worst), "prompt")
+        misses = [c for c in v.worst(worst, "read") if abs(c.read_error) > 0.05]
+        if misses:
+            out += listing("cache reads the simulation does not match (error above 5% of the prompt)", misses,
+                           "read")
+    notes = [f"replayed: policy none, {v.provider} {v.model}, cache model {v.cache_model}, tokenizer {v.tokenizer}"
+             + ("" if v.calibrated else " (raw: not calibrated)")]
+    notes += v.rules
+    notes.append("errors are relative to the recorded prompt of each request; hit rate = cache read / prompt")
+    return out, notes
