@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from ctxsim.counting import Framing, MessageSizer
 from ctxsim.engine import DEFAULT_RESERVE, PolicyRun, Replayer, Setup
 from ctxsim.errors import CtxsimError
-from ctxsim.formats import read_trace
+from ctxsim.formats import read_traces
 from ctxsim.model import Trace
 from ctxsim.params import as_dict
 from ctxsim.policyspec import Choice, resolve
@@ -32,6 +32,8 @@ class Options:
     reserve: int = DEFAULT_RESERVE
     framing: Framing | None = None
     hidden_prefix_tokens: int = 0
+    calibrate: bool = False  # fit the hidden prefix and tokenizer scale from the recorded usage first
+    skip_bad_lines: bool = False
 
 
 def _setup_for(choice: Choice, options: Options) -> tuple[str, Framing | None, Setup]:
@@ -105,13 +107,29 @@ def replay_trace(path: str, policy_specs: Sequence[str], *, fmt: str | None = No
 
     With `show_progress`, a progress bar is drawn on stderr when it is a terminal (never on stdout).
     """
-    from ctxsim.render.progress import progress_bar
-
     opts = options or Options(**kwargs)  # type: ignore[arg-type]
     choices = resolve(policy_specs)  # bad specs fail before any work
     if not choices:
         raise CtxsimError("no policies to replay")
-    trace = read_trace(path, fmt)
+    trace = read_traces([path], fmt, skip_bad_lines=opts.skip_bad_lines)
+    calibration = None
+    if opts.calibrate:
+        from ctxsim.calibrate import calibrated
+
+        trace, framing, setup, calibration = calibrated(trace, opts.tokenizer or DEFAULT, opts.framing,
+                                                        Setup(hidden_prefix_tokens=opts.hidden_prefix_tokens))
+        opts = replace(opts, framing=framing, hidden_prefix_tokens=setup.hidden_prefix_tokens)
+    result = _replay(trace, path, choices, opts, providers, show_progress)
+    if opts.calibrate:
+        result.manifest["calibration"] = calibration.to_json() if calibration is not None else \
+            "not applied: fewer than 3 requests recorded usage"
+    return result
+
+
+def _replay(trace: Trace, path: str, choices: Sequence[Choice], opts: Options, providers: Sequence[str],
+            show_progress: bool) -> RunResult:
+    from ctxsim.render.progress import progress_bar
+
     runs = len(choices) * max(1, len(providers))
     total = sum(s.requests for s in trace.sessions) * runs
     if not show_progress:

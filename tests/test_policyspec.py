@@ -91,3 +91,35 @@ def test_compare_cli_table_and_bad_policy(tmp_path: Path, tiny_records):
     assert [r["policy"]["name"] for r in data["runs"]] == ["none", "clear"]  # none added as the baseline
     bad = runner.invoke(app, ["compare", str(trace), "--policies", "clear:keep=lots"])
     assert bad.exit_code == 2 and "'keep' must be int" in bad.stderr
+
+
+def test_replay_calibrate_records_the_fit(tmp_path: Path):
+    """`--calibrate` fits the hidden prefix from recorded usage and puts the fit in the manifest."""
+    from ctxsim.counting import Framing, MessageSizer
+    from ctxsim.model import Message, Session, ToolCall, Trace, Usage
+    from ctxsim.formats import native
+    from ctxsim.tokens import TokenCounter, get_tokenizer
+
+    # A session whose recorded prompts are exactly the counted prompt plus a 5,000-token hidden prefix.
+    sizer = MessageSizer(TokenCounter(get_tokenizer("o200k_base")), Framing())
+    messages: list[Message] = []
+    total = 0
+    for i in range(8):
+        user = Message("user", f"step {i}: " + "please look at the invoice totals " * (5 + 3 * i))
+        messages.append(user)
+        total += sizer.message(user)
+        reply = Message("assistant", f"ok {i}", usage=Usage(input_tokens=total + 5000, output_tokens=5))
+        messages.append(reply)
+        total += sizer.message(reply)
+    path = tmp_path / "cal.jsonl"
+    with path.open("w", encoding="utf-8") as out:
+        native.write(Trace("cal", (Session(id="cal", messages=tuple(messages)),)), out)
+    runner = CliRunner()
+    result = runner.invoke(app, ["replay", str(path), "--calibrate", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    fit = data["manifest"]["calibration"]
+    assert abs(fit["hidden_prefix_tokens"] - 5000) <= 10 and abs(fit["scale"] - 1.0) < 0.01
+    plain = json.loads(runner.invoke(app, ["replay", str(path), "--json"]).stdout)
+    gap = data["runs"][0]["totals"]["input_tokens"] - plain["runs"][0]["totals"]["input_tokens"]
+    assert abs(gap - 8 * 5000) <= 8 * 10  # every request now carries the hidden prefix

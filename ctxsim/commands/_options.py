@@ -12,7 +12,7 @@ from ctxsim.cli import fail
 from ctxsim.counting import Framing
 from ctxsim.params import build_params, split_spec
 
-TraceArg = Annotated[Optional[str], typer.Argument(help="Trace file; default: the shipped sample trace.")]
+TraceArg = Annotated[Optional[str], typer.Argument(help="Trace file or folder, any supported format; default: the shipped sample trace.")]
 ProviderOpt = Annotated[Optional[str], typer.Option(help="Provider to price as (default: the trace's).")]
 ModelOpt = Annotated[Optional[str], typer.Option(help="Model to price as (default: the trace's).")]
 TokenizerOpt = Annotated[Optional[str], typer.Option(
@@ -25,12 +25,16 @@ FormatOpt = Annotated[Optional[str], typer.Option("--format", help="Trace format
 FramingOpt = Annotated[Optional[str], typer.Option(
     help="Framing tokens k=v,...: message_tokens (4), tool_call_tokens (4), tool_result_tokens (0), "
          "tool_schema_tokens (8).")]
+CalibrateOpt = Annotated[bool, typer.Option(
+    "--calibrate", help="Fit the hidden prefix and tokenizer scale from the recorded usage, then replay.")]
+SkipBadOpt = Annotated[bool, typer.Option("--skip-bad-lines", help="Skip malformed lines and say how many.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print totals as JSON for machines.")]
 OutputOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="Where to write the results.")]
 
 
 def options(provider: str | None, model: str | None, tokenizer: str | None, cache: str | None,
-            cache_ttl: str | None, window: int | None, reserve: int, framing: str | None = None) -> Options:
+            cache_ttl: str | None, window: int | None, reserve: int, framing: str | None = None,
+            calibrate: bool = False, skip_bad_lines: bool = False) -> Options:
     if cache_ttl is not None and cache_ttl not in ("5m", "1h"):
         fail(f"--cache-ttl must be 5m or 1h, got {cache_ttl!r}")
     if window is not None and window <= 0:
@@ -41,7 +45,7 @@ def options(provider: str | None, model: str | None, tokenizer: str | None, cach
     if framing:
         frame = build_params(Framing, split_spec("framing:" + framing)[1], "--framing")
     return Options(provider=provider, model=model, tokenizer=tokenizer, cache=cache, cache_ttl=cache_ttl,
-                   window=window, reserve=reserve, framing=frame)
+                   window=window, reserve=reserve, framing=frame, calibrate=calibrate, skip_bad_lines=skip_bad_lines)
 
 
 def totals_json(result) -> dict:  # type: ignore[no-untyped-def]

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from ctxsim.cli import app, default_trace, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, FormatOpt, FramingOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt, ReserveOpt, TokenizerOpt,
+    CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt,
     TraceArg, WindowOpt, options, totals_json,
 )
 
@@ -36,6 +36,8 @@ def compare(
     window: WindowOpt = None,
     reserve: ReserveOpt = 20_000,
     framing: FramingOpt = None,
+    calibrate: CalibrateOpt = False,
+    skip_bad_lines: SkipBadOpt = False,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
@@ -49,7 +51,8 @@ def compare(
     specs = split_list(policies)
     if not any(s.split(":", 1)[0] == "none" for s in specs):
         specs.insert(0, "none")
-    opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing)
+    opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
+                   skip_bad_lines)
     provider_list = [p.strip() for p in providers.split(",") if p.strip()] if providers else []
     result = replay_trace(trace or default_trace(), specs, fmt=fmt, options=opts, providers=provider_list,
                            show_progress=True)

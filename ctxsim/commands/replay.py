@@ -10,7 +10,7 @@ import typer
 
 from ctxsim.cli import app, default_trace, fail, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, FormatOpt, FramingOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt, ReserveOpt, TokenizerOpt,
+    CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt,
     TraceArg, WindowOpt, options, totals_json,
 )
 
@@ -30,6 +30,8 @@ def replay(
     window: WindowOpt = None,
     reserve: ReserveOpt = 20_000,
     framing: FramingOpt = None,
+    calibrate: CalibrateOpt = False,
+    skip_bad_lines: SkipBadOpt = False,
     every: Annotated[Optional[int], typer.Option(help="Show every k-th request in the context table.")] = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
@@ -41,7 +43,8 @@ def replay(
 
     if every is not None and every <= 0:
         fail("--every must be positive")
-    opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing)
+    opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
+                   skip_bad_lines)
     result = replay_trace(trace or default_trace(), policy or ["none"], fmt=fmt, options=opts, show_progress=True)
     if output is not None:
         result.save(output)
