@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional, ParamSpec
+from typing import ParamSpec
 
 import typer
 

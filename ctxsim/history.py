@@ -10,7 +10,7 @@ them here, checking the invariants.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ctxsim.composition import category
 from ctxsim.errors import CtxsimError

@@ -12,7 +12,7 @@ import dataclasses
 
 import pytest
 
-from ctxsim.model import Message, ToolCall, format_ts
+from ctxsim.model import Message, format_ts
 from ctxsim.policies import Context, parse_policy, policies
 
 from helpers import T0, replay, session_of, turn_messages

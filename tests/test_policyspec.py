@@ -96,7 +96,7 @@ def test_compare_cli_table_and_bad_policy(tmp_path: Path, tiny_records):
 def test_replay_calibrate_records_the_fit(tmp_path: Path):
     """`--calibrate` fits the hidden prefix from recorded usage and puts the fit in the manifest."""
     from ctxsim.counting import Framing, MessageSizer
-    from ctxsim.model import Message, Session, ToolCall, Trace, Usage
+    from ctxsim.model import Message, Session, Trace, Usage
     from ctxsim.formats import native
     from ctxsim.tokens import TokenCounter, get_tokenizer
 

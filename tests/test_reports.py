@@ -25,7 +25,7 @@ from ctxsim.meter import EventRecord
 from ctxsim.run import RunResult
 from ctxsim.reports import FORMATS, Options, charts, render, reports, write_bundle, write_file
 from ctxsim.reports._common import dumps_run, load_run, thresholds
-from ctxsim.composition import Composition, snapshot
+from ctxsim.composition import Composition
 from ctxsim.reports.pareto import pareto_front
 
 ROOT = Path(__file__).resolve().parent.parent

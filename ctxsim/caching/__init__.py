@@ -8,18 +8,16 @@ The rules per provider and model are data (`data.toml`), with dates and sources.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cache
-from importlib.metadata import entry_points
 from importlib.resources import files
 from typing import Any, Protocol
 
-from ctxsim.errors import CtxsimError, ParameterError
+from ctxsim.registry import Registry
+from ctxsim.errors import ParameterError
 from ctxsim.history import History
 from ctxsim.params import build_params, split_spec
 
@@ -60,27 +58,15 @@ class CacheInfo:
     module: str
 
 
-_REGISTRY: dict[str, CacheInfo] = {}
-_LOADED = False
+_REGISTRY: Registry[CacheInfo] = Registry("cache model", __name__, "ctxsim.caching")
 
 
 def register(info: CacheInfo) -> None:
-    if info.name in _REGISTRY and _REGISTRY[info.name].module != info.module:
-        raise CtxsimError(
-            f"cache model {info.name!r} registered twice: by {_REGISTRY[info.name].module} and by {info.module}"
-        )
-    _REGISTRY[info.name] = info
+    _REGISTRY.add(info.name, info, info.module)
 
 
 def cache_models() -> dict[str, CacheInfo]:
-    global _LOADED
-    if not _LOADED:
-        _LOADED = True
-        for module in pkgutil.iter_modules(__path__):
-            importlib.import_module(f"{__name__}.{module.name}")
-        for entry in entry_points(group="ctxsim.caching"):
-            entry.load()
-    return dict(sorted(_REGISTRY.items()))
+    return _REGISTRY.all()
 
 
 @dataclass(frozen=True)

@@ -25,21 +25,19 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib
 import io
 import json
 import math
 import os
-import pkgutil
 import struct
 import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from importlib.metadata import entry_points
 from types import MappingProxyType
 from typing import IO, Any
 
+from ctxsim.registry import Registry
 from ctxsim.errors import CtxsimError, TraceError
 from ctxsim.model import Event, Message, Session, ToolCall, Trace, Usage, format_ts, parse_ts
 
@@ -58,32 +56,15 @@ class FormatInfo:
     link: Callable[[list[Session]], list[Session]] | None = None
 
 
-_REGISTRY: dict[str, FormatInfo] = {}
-_LOADED = False
+_REGISTRY: Registry[FormatInfo] = Registry("format", __name__, "ctxsim.formats")
 
 
 def register(info: FormatInfo) -> None:
-    if info.name in _REGISTRY and _REGISTRY[info.name].module != info.module:
-        raise CtxsimError(
-            f"format {info.name!r} registered twice: by {_REGISTRY[info.name].module} and by {info.module}"
-        )
-    _REGISTRY[info.name] = info
-
-
-def _load() -> None:
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
-    for entry in entry_points(group="ctxsim.formats"):
-        entry.load()
+    _REGISTRY.add(info.name, info, info.module)
 
 
 def formats() -> dict[str, FormatInfo]:
-    _load()
-    return dict(sorted(_REGISTRY.items()))
+    return _REGISTRY.all()
 
 
 SNIFF_BYTES = 65536

@@ -8,14 +8,12 @@ policies come through the `ctxsim.policies` entry-point group.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any, Protocol
 
-from ctxsim.errors import CtxsimError, ParameterError
+from ctxsim.registry import Registry
+from ctxsim.errors import ParameterError
 from ctxsim.history import Edit, History, Item
 from ctxsim.model import Message
 from ctxsim.params import as_dict, build_params, split_spec
@@ -59,27 +57,15 @@ class PolicyInfo:
     module: str
 
 
-_REGISTRY: dict[str, PolicyInfo] = {}
-_LOADED = False
+_REGISTRY: Registry[PolicyInfo] = Registry("policy", __name__, "ctxsim.policies")
 
 
 def register(info: PolicyInfo) -> None:
-    if info.name in _REGISTRY and _REGISTRY[info.name].module != info.module:
-        raise CtxsimError(
-            f"policy {info.name!r} registered twice: by {_REGISTRY[info.name].module} and by {info.module}"
-        )
-    _REGISTRY[info.name] = info
+    _REGISTRY.add(info.name, info, info.module)
 
 
 def policies() -> dict[str, PolicyInfo]:
-    global _LOADED
-    if not _LOADED:
-        _LOADED = True
-        for module in pkgutil.iter_modules(__path__):
-            importlib.import_module(f"{__name__}.{module.name}")
-        for entry in entry_points(group="ctxsim.policies"):
-            entry.load()
-    return dict(sorted(_REGISTRY.items()))
+    return _REGISTRY.all()
 
 
 def make_policy(name: str, values: Mapping[str, Any] | None = None) -> Policy:

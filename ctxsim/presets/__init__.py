@@ -10,13 +10,11 @@ every stage that has that parameter).
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass, field
 from typing import Any
 
 from ctxsim.counting import Framing
-from ctxsim.errors import CtxsimError
+from ctxsim.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -37,22 +35,12 @@ class Preset:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-_REGISTRY: dict[str, Preset] = {}
-_LOADED = False
+_REGISTRY: Registry[Preset] = Registry("preset", __name__, "ctxsim.presets")
 
 
 def register(preset: Preset) -> None:
-    if preset.name in _REGISTRY and _REGISTRY[preset.name].module != preset.module:
-        raise CtxsimError(
-            f"preset {preset.name!r} registered twice: by {_REGISTRY[preset.name].module} and by {preset.module}"
-        )
-    _REGISTRY[preset.name] = preset
+    _REGISTRY.add(preset.name, preset, preset.module)
 
 
 def presets() -> dict[str, Preset]:
-    global _LOADED
-    if not _LOADED:
-        _LOADED = True
-        for module in pkgutil.iter_modules(__path__):
-            importlib.import_module(f"{__name__}.{module.name}")
-    return dict(sorted(_REGISTRY.items()))
+    return _REGISTRY.all()

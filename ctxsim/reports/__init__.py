@@ -14,13 +14,11 @@ and is used by `ctxsim diff` (it is not a single-run report).
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 
+from ctxsim.registry import Registry
 from ctxsim.errors import CtxsimError
 from ctxsim.fileio import atomic_write
 from ctxsim.run import RunResult
@@ -63,31 +61,18 @@ class ReportInfo:
     unavailable: Callable[[RunResult], str | None] = field(default=lambda result: None)
 
 
-_REGISTRY: dict[str, ReportInfo] = {}
-_LOADED = False
+_REGISTRY: Registry[ReportInfo] = Registry("report", __name__, "ctxsim.reports")
 
 
 def register(info: ReportInfo) -> None:
-    if info.name in _REGISTRY and _REGISTRY[info.name].module != info.module:
-        raise CtxsimError(
-            f"report {info.name!r} registered twice: by {_REGISTRY[info.name].module} and by {info.module}"
-        )
     unknown = [f for f in info.formats if f not in FORMATS]
     if unknown:
         raise CtxsimError(f"report {info.name!r} ({info.module}): unknown format(s) {', '.join(unknown)}")
-    _REGISTRY[info.name] = info
+    _REGISTRY.add(info.name, info, info.module)
 
 
 def reports() -> dict[str, ReportInfo]:
-    global _LOADED
-    if not _LOADED:
-        _LOADED = True
-        for module in pkgutil.iter_modules(__path__):
-            if not module.name.startswith("_"):
-                importlib.import_module(f"{__name__}.{module.name}")
-        for entry in entry_points(group="ctxsim.reports"):
-            entry.load()
-    return dict(sorted(_REGISTRY.items()))
+    return _REGISTRY.all()
 
 
 def charts() -> dict[str, ReportInfo]:

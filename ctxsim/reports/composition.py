@@ -25,10 +25,8 @@ skipped in bundles, and `ctxsim report -f png --chart composition` says why.
 
 from __future__ import annotations
 
-from typing import Any
 
 from ctxsim.composition import HEAD, Composition  # noqa: F401 - Composition re-exported for callers
-from ctxsim.errors import CtxsimError
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
 from ctxsim.reports._common import composition_of, labels, short

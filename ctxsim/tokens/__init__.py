@@ -7,12 +7,11 @@ text is counted once, in batches.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from ctxsim.registry import Registry
 from ctxsim.errors import CtxsimError
 
 
@@ -32,23 +31,17 @@ class TokenizerInfo:
     module: str
 
 
-_REGISTRY: dict[str, TokenizerInfo] = {}
+_REGISTRY: Registry[TokenizerInfo] = Registry("tokenizer", __name__, "ctxsim.tokens")
 _INSTANCES: dict[str, Tokenizer] = {}
 DEFAULT = "o200k_base"
 
 
 def register(info: TokenizerInfo) -> None:
-    if info.name in _REGISTRY and _REGISTRY[info.name].module != info.module:
-        raise CtxsimError(
-            f"tokenizer {info.name!r} registered twice: by {_REGISTRY[info.name].module} and by {info.module}"
-        )
-    _REGISTRY[info.name] = info
+    _REGISTRY.add(info.name, info, info.module)
 
 
 def tokenizers() -> dict[str, TokenizerInfo]:
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
-    return dict(sorted(_REGISTRY.items()))
+    return _REGISTRY.all()
 
 
 def get_tokenizer(name: str = DEFAULT) -> Tokenizer:
