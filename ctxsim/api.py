@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import gc
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from ctxsim.counting import Framing, MessageSizer
@@ -53,10 +55,33 @@ def _setup_for(choice: Choice, options: Options) -> tuple[str, Framing | None, S
     return tokenizer, framing, setup
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while replaying.
+
+    A replay allocates many small objects that hold no cycles (rows, items, messages); the
+    collector would keep re-scanning all of them and the trace, for nothing. Reference counting
+    still frees memory; the collector runs again afterwards.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def replay_choices(trace: Trace, path: str, choices: Sequence[Choice], options: Options,
                    providers: Sequence[str] = (),
                    progress: Callable[[int], None] | None = None) -> RunResult:
     """Replay `trace` under every choice (x provider); one token memo per tokenizer."""
+    with gc_paused():
+        return _replay_all(trace, path, choices, options, providers, progress)
+
+
+def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Options,
+                providers: Sequence[str], progress: Callable[[int], None] | None) -> RunResult:
     counters: dict[str, TokenCounter] = {}
     replayers: dict[tuple, Replayer] = {}
     runs: list[PolicyRun] = []
