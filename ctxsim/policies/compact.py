@@ -33,6 +33,7 @@ notes when a `notes` stage keeps a notes file for the session (`include_notes`).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -56,34 +57,44 @@ def prompt_before(ctx: Context) -> int:
 
 
 def positions(history: History) -> dict[int, int]:
-    """id(item) -> its index in the history."""
+    """id(item) -> its index in the history (every item also knows its own: `Item.pos`)."""
     return {id(item): i for i, item in enumerate(history.items)}
 
 
-def group_of(history: History, index: int, where: dict[int, int]) -> list[int]:
+def _index(item: Item, where: dict[int, int] | None) -> int | None:
+    """The index of `item` in the history, None when it is not there."""
+    if where is not None:
+        return where.get(id(item))
+    return item.pos if item.alive else None
+
+
+def group_of(history: History, index: int, where: dict[int, int] | None = None) -> list[int]:
     """The tool-use group of an item: an assistant message with calls and the results of those calls."""
     item = history.items[index]
     holder = item
     if item.message.role == "tool":
         found = history.holder_of(item.message.tool_call_id or "")
-        if found is None or id(found) not in where:
+        if found is None or _index(found, where) is None:
             return [index]
         holder = found
     if not holder.message.tool_calls:
         return [index]
-    out = [where[id(holder)]]
+    out = [_index(holder, where)]
     for call in holder.message.tool_calls:
         result = history.result_of(call.id)
-        if result is not None and id(result) in where:
-            out.append(where[id(result)])
-    return out
+        if result is not None:
+            at = _index(result, where)
+            if at is not None:
+                out.append(at)
+    return out  # type: ignore[return-value]
 
 
-def protected(history: History, start: int, end: int, where: dict[int, int]) -> set[int]:
+def protected(history: History, start: int, end: int, where: dict[int, int] | None = None) -> set[int]:
     """Indices in [start, end) a summary must not replace: pinned messages and their tool-use groups."""
     keep: set[int] = set()
+    items = history.items
     for i in range(start, end):
-        if history.items[i].pinned and i not in keep:
+        if items[i].pinned and i not in keep:
             keep.update(j for j in group_of(history, i, where) if start <= j < end)
     return keep
 
@@ -104,9 +115,7 @@ def safe_cut(history: History, cut: int, where: dict[int, int] | None = None) ->
             holder = history.holder_of(m.tool_call_id or "")
             if holder is None:
                 continue
-            if where is None:
-                where = positions(history)
-            at = where.get(id(holder))
+            at = _index(holder, where)
             if at is not None and at < cut:
                 cut = at
                 changed = True
@@ -174,6 +183,21 @@ def summarise_items(ctx: Context, summarizer: Summarizer, clock: TurnClock, item
     return Summary(item, SideCall("summarize", input_tokens, modelled, note))
 
 
+class SessionClock:
+    """`turn_clock(history)` for the session a policy replays: looked up once, then synced (O(new))."""
+
+    def __init__(self) -> None:
+        self._history: History | None = None
+        self._clock: TurnClock | None = None
+
+    def __call__(self, history: History) -> TurnClock:
+        if history is not self._history or self._clock is None:
+            self._history, self._clock = history, turn_clock(history)
+        else:
+            self._clock.sync(history)
+        return self._clock
+
+
 def current_notes(history: History) -> str:
     from ctxsim.policies.notes import notes_text
 
@@ -232,6 +256,7 @@ class CompactPolicy:
     def __init__(self, params: CompactParams) -> None:
         self.params = params
         p = params
+        self._clock = SessionClock()
         self.summarizer = make_summarizer(
             p.summarizer, max_errors=p.max_errors, max_files=p.max_files, summary_tokens=p.summary_tokens,
             summary_ratio=p.summary_ratio, summary_min_tokens=p.summary_min_tokens,
@@ -254,24 +279,25 @@ class CompactPolicy:
         items = history.items
         if p.keep_fraction is None:
             return max(0, len(items) - p.keep_recent)
-        budget = p.keep_fraction * history.message_tokens
-        kept = 0
-        cut = len(items)
-        while cut > 0 and kept + items[cut - 1].tokens <= budget:
-            cut -= 1
-            kept += items[cut].tokens
-        return cut
+        # The newest messages whose tokens add up to at most the budget: the kept tokens only grow as the
+        # cut moves back, so the first cut that keeps within the budget is found by bisection on the sums.
+        total, base = history.message_tokens, history.base_tokens
+        budget = p.keep_fraction * total
+        return bisect_left(range(len(items) + 1), True,
+                           key=lambda cut: total - (history.prefix_tokens(cut) - base) <= budget)
 
     def decide(self, ctx: Context) -> Sequence[Edit]:
         p = self.params
         history = ctx.history
-        clock = turn_clock(history)
+        clock = self._clock(history)
         trigger, above = self.thresholds(ctx.window)
         if prompt_before(ctx) <= trigger or history.prompt_tokens <= above:
             return ()
-        where = positions(history)
-        cut = safe_cut(history, self.cut(history), where)
-        keep = protected(history, 0, cut, where)
+        cut = self.cut(history)
+        if history.prefix_tokens(cut) - history.base_tokens < p.clear_at_least:
+            return ()  # even everything before the cut holds too little: no need to look at it
+        cut = safe_cut(history, cut)
+        keep = protected(history, 0, cut)
         if p.keep_user_tokens:
             budget = p.keep_user_tokens
             for i in range(cut - 1, -1, -1):

@@ -26,11 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ctxsim.history import Edit, Item, SideCall
+from ctxsim.history import Edit, History, Item, SideCall
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
-from ctxsim.policies.compact import current_notes, positions, protected, replace_with, safe_cut, summarise_items
-from ctxsim.summarizers import make_summarizer, turn_clock
+from ctxsim.policies.compact import SessionClock, current_notes, protected, replace_with, safe_cut, summarise_items
+from ctxsim.summarizers import make_summarizer
 
 LEVELS = {1: "checkpoint", 2: "epoch", 3: "era"}
 TAGS = {n: frozenset({"summary", f"level{n}"}) for n in LEVELS}
@@ -68,28 +68,42 @@ class HierarchicalParams:
 
 
 class HierarchicalPolicy:
+    """Keeps, per session, the summaries it made, so a request finds the newest one without a scan.
+
+    The summaries only this policy writes (tagged `levelN`) always end up after every summary still
+    in the context, so the newest live one is the last made that is still there. A request then
+    counts the raw turns after it: O(raw messages since the last summary). Only when a checkpoint
+    is due does it look at the whole context (the summaries to fold, the protected messages).
+    """
+
     name = "hierarchical"
 
     def __init__(self, params: HierarchicalParams) -> None:
         self.params = params
         p = params
+        self._clock = SessionClock()
+        self._history: History | None = None
+        self._made: list[Item] = []  # summaries this policy spliced in, oldest first
         self.summarizer = make_summarizer(
             p.summarizer, max_errors=p.max_errors, max_files=p.max_files, summary_tokens=p.summary_tokens,
             summary_ratio=p.summary_ratio, summary_min_tokens=p.summary_min_tokens,
             summary_max_tokens=p.summary_max_tokens)
 
+    def _last_summary(self, history: History) -> int:
+        """Index of the newest summary in the context, -1 when there is none."""
+        if history is not self._history:  # a new session: start over
+            self._history, self._made = history, []
+        made = self._made
+        while made and not made[-1].alive:
+            made.pop()
+        return made[-1].pos if made else -1
+
     def decide(self, ctx: Context) -> Sequence[Edit]:
         p = self.params
         history = ctx.history
-        clock = turn_clock(history)
+        clock = self._clock(history)
         items = history.items
-        levels: dict[int, list[int]] = {1: [], 2: [], 3: []}
-        last_summary = -1
-        for i, item in enumerate(items):
-            level = level_of(item)
-            if level:
-                levels[level].append(i)
-                last_summary = i
+        last_summary = self._last_summary(history)
         # Raw turns since the last summary: cut after the checkpoint_every-th of them.
         seen = 0
         cut = len(items)
@@ -101,11 +115,13 @@ class HierarchicalPolicy:
                     break
         if seen < p.checkpoint_every:
             return ()
+        levels: dict[int, list[int]] = {1: [], 2: [], 3: []}
+        for item in sorted((it for it in self._made if it.alive), key=lambda it: it.pos):
+            levels[level_of(item)].append(item.pos)
         while cut > last_summary + 1 and items[cut - 1].message.role == "user" and cut < len(items):
             cut -= 1  # a turn's prompt stays with the turn
-        where = positions(history)
-        cut = max(safe_cut(history, cut, where), last_summary + 1)
-        keep = protected(history, last_summary + 1, cut, where)
+        cut = max(safe_cut(history, cut), last_summary + 1)
+        keep = protected(history, last_summary + 1, cut)
         raw = [i for i in range(last_summary + 1, cut) if i not in keep]
         if not raw:
             return ()
@@ -129,6 +145,8 @@ class HierarchicalPolicy:
                 calls.append(made.call)
             removed.update(folded)
             top = level
+        self._made = [it for it in self._made if it.alive and it.pos not in removed]
+        self._made.append(made.item)
         note = f"{LEVELS[top]}: {len(raw)} messages" + (f" and {len(removed) - len(raw)} summaries"
                                                          if len(removed) > len(raw) else "")
         return (Edit(LEVELS[top], replace_with(removed, made.item), note, tuple(calls)),)

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ctxsim.history import Edit, Splice
+from ctxsim.history import Edit, History, Item, Splice
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
-from ctxsim.policies.truncate import split_lines
+from ctxsim.policies.truncate import line_count
 
 DEFAULT_PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
 
@@ -42,36 +42,98 @@ class MaskParams:
 
 
 class MaskPolicy:
+    """Keeps, per session, the turns that are not yet old, learning new ones from `history.log`.
+
+    A turn is identified by its call ids, so a copy of its assistant message another stage spliced
+    in (thinking cleared, inputs cleared) is still the same turn, and its outputs are looked up by
+    call id, so a copy of one (a truncated output) is what gets masked. Each request walks only the
+    newest `keep` turns and what arrived since the last request; a turn's outputs are judged once,
+    when it becomes old (an output that arrives after that, as it arrives). Nothing walks the whole
+    history: a request costs O(keep + new messages + outputs masked). An output judged then and not
+    masked (pinned, excluded, already a stub, or equal to its placeholder) is not judged again: no
+    stage turns a stub or a pinned message back into a plain one.
+    """
+
     name = "mask"
 
     def __init__(self, params: MaskParams) -> None:
         self.params = params
+        self._history: History | None = None
+        self._seen = 0  # how much of history.log has been looked at
+        self._recent: list[str] = []  # first call id of each turn not yet old, oldest first
+        self._old: set[str] = set()  # call ids of the turns already old (their outputs were judged)
+        self._late: list[str] = []  # call ids of outputs that arrived after their turn was judged old
+
+    def _sync(self, history: History) -> None:
+        if history is not self._history:  # a new session: start over
+            self._history, self._seen, self._recent, self._old, self._late = history, 0, [], set(), []
+        log = history.log
+        for item in log[self._seen:]:
+            m = item.message
+            if m.role == "assistant" and m.tool_calls:
+                self._recent.append(m.tool_calls[0].id)
+            elif m.role == "tool" and m.tool_call_id in self._old:
+                self._late.append(m.tool_call_id)
+        self._seen = len(log)
+
+    @staticmethod
+    def _turn(history: History, call_id: str) -> Item | None:
+        """The live assistant message holding the turn's calls (whatever stage last rewrote it)."""
+        holder = history.holder_of(call_id)
+        return holder if holder is not None and holder.alive else None
 
     def decide(self, ctx: Context) -> Sequence[Edit]:
         p = self.params
         history = ctx.history
-        turns = [item for item in history.items if item.message.role == "assistant" and item.message.tool_calls]
-        if len(turns) <= p.keep:
+        self._sync(history)
+        recent = self._recent
+        # The newest `keep` live turns stay; every turn before them in `recent` has just become old.
+        kept: list[str] = []
+        j = len(recent)
+        while j > 0 and len(kept) < p.keep:
+            j -= 1
+            if self._turn(history, recent[j]) is not None:
+                kept.append(recent[j])
+        kept.reverse()
+        if len(kept) < p.keep:  # at most `keep` turns in the context: none is old
+            self._recent = kept
             return ()
-        old = turns[: len(turns) - p.keep]
-        stale = set()
-        for holder in old:
+        boundary = self._turn(history, kept[0]).pos if kept else len(history)  # type: ignore[union-attr]
+        results: list[Item] = []
+        for first in recent[:j]:
+            holder = self._turn(history, first)
+            if holder is None:
+                continue
             for call in holder.message.tool_calls:
+                self._old.add(call.id)
                 result = history.result_of(call.id)
                 if result is not None and result.alive:
-                    stale.add(id(result))
+                    results.append(result)
+        self._recent = kept
+        if self._late:
+            waiting = []
+            for call_id in self._late:
+                holder = history.holder_of(call_id)
+                result = history.result_of(call_id)
+                if holder is None or not holder.alive or result is None or not result.alive:
+                    continue
+                if holder.pos < boundary:
+                    results.append(result)
+                else:
+                    waiting.append(call_id)  # its turn is among the newest again (others were dropped)
+            self._late = waiting
         splices = []
-        for i, item in enumerate(history.items):
-            if id(item) not in stale or item.cleared or item.pinned:
+        for item in sorted(results, key=lambda it: it.pos):
+            if item.cleared or item.pinned:
                 continue
             m = item.message
             if m.name in p.exclude_tools:
                 continue
-            text = p.placeholder.format(lines=len(split_lines(m.content)), tokens=item.tokens, tool=m.name or "tool")
+            text = p.placeholder.format(lines=line_count(m.content), tokens=item.tokens, tool=m.name or "tool")
             if text == m.content:
                 continue
-            splices.append(Splice(i, i + 1, (history.item(replace(m, content=text), origin=item.origin,
-                                                          cleared=True),)))
+            splices.append(Splice(item.pos, item.pos + 1, (history.item(replace(m, content=text), origin=item.origin,
+                                                                      cleared=True),)))
         if not splices:
             return ()
         return (Edit("mask", tuple(splices), f"masked {len(splices)} tool outputs older than {p.keep} turns"),)

@@ -23,7 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ctxsim.history import Edit, History, Splice
+from ctxsim.composition import category
+from ctxsim.history import Edit, History, Item, Splice
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
 
@@ -39,16 +40,34 @@ def units(history: History) -> list[int]:
     without leaving a result without its call (or a call without its result).
     """
     items = history.items
-    where = {id(item): i for i, item in enumerate(items)}
     head = list(range(len(items)))
     for i, item in enumerate(items):
         for call in item.message.tool_calls:
             result = history.result_of(call.id)
-            if result is not None:
-                j = where.get(id(result))
-                if j is not None and j > i:
-                    head[j] = i
+            if result is not None and result.alive and result.pos > i:
+                head[result.pos] = i
     return head
+
+
+def unit_head(history: History, index: int) -> int:
+    """`units(history)[index]`, without computing the units of the whole history."""
+    item = history.items[index]
+    call_id = item.message.tool_call_id
+    if item.message.role == "tool" and call_id:
+        holder = history.holder_of(call_id)
+        if holder is not None and holder.alive and holder.pos < index and history.result_of(call_id) is item:
+            return holder.pos
+    return index
+
+
+def unit_members(history: History, head: int) -> list[int]:
+    """The indices of the unit whose head is at `head`, in order."""
+    out = [head]
+    for call in history.items[head].message.tool_calls:
+        result = history.result_of(call.id)
+        if result is not None and result.alive and result.pos > head:
+            out.append(result.pos)
+    return sorted(out)
 
 
 def protected_units(history: History, head: Sequence[int]) -> set[int]:
@@ -62,15 +81,25 @@ def close_drop(history: History, drop: Iterable[int], snap: Literal["drop", "kee
 
     `snap="drop"`: a unit goes when any of its messages was chosen (cuts snap
     outward, keeping less). `snap="keep"`: a unit goes only when all of them were.
+    Without `head`, only the units of the chosen indices are looked at.
     """
-    head = units(history) if head is None else head
     chosen = set(drop)
+    if head is None:
+        items = history.items
+        out: list[int] = []
+        for h in sorted({unit_head(history, i) for i in chosen}):
+            members = unit_members(history, h)
+            if any(items[i].pinned for i in members):
+                continue
+            if snap == "drop" or all(i in chosen for i in members):
+                out.extend(members)
+        return sorted(out)
     safe = protected_units(history, head)
-    members: dict[int, list[int]] = {}
+    groups: dict[int, list[int]] = {}
     for i, h in enumerate(head):
-        members.setdefault(h, []).append(i)
-    out: list[int] = []
-    for h, idx in members.items():
+        groups.setdefault(h, []).append(i)
+    out = []
+    for h, idx in groups.items():
         if h in safe:
             continue
         hit = [i in chosen for i in idx]
@@ -101,6 +130,60 @@ def head_tail_drop(history: History, keep_first: int, keep_last: int) -> list[in
     n = len(history)
     middle = range(min(keep_first, n), max(n - keep_last, min(keep_first, n)))
     return close_drop(history, middle, "drop")
+
+
+class EditWatch:
+    """Whether a session's history is still as a policy's own edits left it.
+
+    A policy that keeps state between requests calls `expect` once it has decided (with the edits
+    it returns, which the engine applies as they are), and `since` before its next decision:
+    `since` adds what was appended meanwhile (from `history.log`, O(new)) and compares the number
+    of messages, their tokens and the tokens by composition column with the history. It returns
+    the appended items, or None when the history is new to the policy or was edited otherwise
+    (another stage dropped, inserted, resized or re-classed a message): the policy then starts
+    over from the history. A copy of a message with the same size and column (e.g. the pinned
+    copy `notes` makes) does not show.
+    """
+
+    def __init__(self) -> None:
+        self._history: History | None = None
+        self._seen = 0
+        self._expect: tuple[int, int, dict[str, int]] | None = None
+
+    def since(self, history: History) -> list[Item] | None:
+        expect, self._expect = self._expect, None
+        if history is not self._history or expect is None:
+            self._history, self._seen = history, len(history.log)
+            return None
+        log = history.log
+        new = log[self._seen:]
+        self._seen = len(log)
+        count, tokens, comp = expect
+        for item in new:
+            if not item.alive:
+                return None
+            tokens += item.tokens
+            key = category(item)
+            comp[key] = comp.get(key, 0) + item.tokens
+        if len(history) != count + len(new) or history.message_tokens != tokens or history.composition != comp:
+            return None
+        return new
+
+    def expect(self, history: History, splices: Iterable[Splice] = ()) -> None:
+        """The history will be as it is now, with `splices` applied."""
+        count, tokens, comp = len(history), history.message_tokens, dict(history.composition)
+        items = history.items
+        for s in splices:
+            for item in items[s.start:s.end]:
+                comp[category(item)] -= item.tokens
+                tokens -= item.tokens
+                count -= 1
+            for item in s.new:
+                key = category(item)
+                comp[key] = comp.get(key, 0) + item.tokens
+                tokens += item.tokens
+                count += 1
+        self._history, self._seen, self._expect = history, len(history.log), (count, tokens, comp)
 
 
 # ---------------------------------------------------------------- the policy

@@ -28,6 +28,8 @@ with their most protected tier, so no result is left without its call.
 
 from __future__ import annotations
 
+import heapq
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +38,7 @@ from ctxsim.counting import arguments_text
 from ctxsim.history import Edit, History, Item
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
-from ctxsim.policies.recent import drop_splices, protected_units, units
+from ctxsim.policies.recent import EditWatch, drop_splices, protected_units, units
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
@@ -44,6 +46,8 @@ Scorer = Callable[[frozenset[str], frozenset[str]], float]
 
 
 def words(text: str) -> frozenset[str]:
+    if text.isascii():  # lowering first gives the same words, at C speed
+        return frozenset(WORD.findall(text.lower()))
     return frozenset(w.lower() for w in WORD.findall(text))
 
 
@@ -127,12 +131,49 @@ def tiers(history: History, recent_turns: int, filler_tokens: int) -> list[int]:
     return out
 
 
+BUILTIN_SCORERS = frozenset({"lexical", "jaccard", "constant"})  # relevance always in 0..1
+
+
+@dataclass(eq=False, slots=True)
+class _Unit:
+    """A unit (an item, or a call with its results) the policy has looked at."""
+
+    head: Item
+    members: tuple[Item, ...]
+    size: int
+    doc: frozenset[str] | None = None  # words of the members, once needed
+    query: frozenset[str] | None = None  # the query `relevance` was computed for
+    relevance: float = 0.0
+    filed: bool = False  # kept in a tier list (a unit older than the recent turns)
+    alive: bool = True  # False once evicted
+
+
 class ScoredPolicy:
+    """Scores only the units that can be the lowest, keeping per session what it learnt.
+
+    A unit older than the last `recent_turns` turns (and not the first or latest user message)
+    has a fixed tier; such units are kept in one list per tier, in history order. Within a tier
+    the score is at least `tier_bias + recency_weight * recency`, which grows with the position,
+    so the lists are merged lowest bound first and a unit's full score (its relevance) is computed
+    only when its bound is below the scores still to beat. Each request looks at what arrived
+    since the previous one, the recent turns, and the units it scores; not at the whole history.
+    When the history changed in a way the lists do not follow (another stage edited it, a tool
+    result arrived for an old call, a turn it counted as recent was evicted) they are rebuilt
+    from the history once. With weights or a relevance scorer that could make a score fall
+    below its bound (negative weights, a scorer not built in), every unit is scored, as before.
+    """
+
     name = "scored"
 
     def __init__(self, params: ScoredParams) -> None:
         self.params = params
+        p = params
         self._words: dict[int, tuple[Item, frozenset[str]]] = {}
+        self._bounded = (p.relevance in BUILTIN_SCORERS and p.recency_weight >= 0 and p.relevance_weight >= 0
+                         and all(math.isfinite(x) for x in (*p.tier_bias, p.recency_weight, p.relevance_weight)))
+        self._history: History | None = None
+        self._watch = EditWatch()
+        self._reset(None)
 
     def _item_words(self, item: Item) -> frozenset[str]:
         hit = self._words.get(id(item))
@@ -150,7 +191,7 @@ class ScoredPolicy:
         return p.budget if p.budget is not None else int(ctx.window * p.budget_fraction)
 
     def scores(self, ctx: Context) -> tuple[list[int], dict[int, tuple[int, float]]]:
-        """Unit heads, and for each evictable unit head: (tier, score)."""
+        """Unit heads, and for each evictable unit head: (tier, score); every unit, from scratch."""
         p = self.params
         history = ctx.history
         items = history.items
@@ -175,34 +216,236 @@ class ScoredPolicy:
             out[h] = (t, score)
         return head, out
 
+    # ------------------------------------------------------------ what the policy keeps per session
+    def _reset(self, history: History | None) -> None:
+        if history is not self._history:
+            self._words = {}
+        else:  # a rebuild: forget the words of items no longer in the history
+            self._words = {k: v for k, v in self._words.items() if v[0].alive}
+        self._history = history
+        self._done: Item | None = None  # the last item whose unit was filed (or found never evictable)
+        self._lists: dict[int, list[_Unit]] = {1: [], 2: [], 3: [], 4: []}  # filed units by tier, history order
+        self._front = dict.fromkeys(self._lists, 0)  # before this index every unit of the list is evicted
+        self._dead = dict.fromkeys(self._lists, 0)  # evicted units still in the list
+        self._first_user: Item | None = None
+        self._last_user: Item | None = None
+        if history is not None:
+            items = history.items
+            self._first_user = next((it for it in items if it.message.role == "user"), None)
+            self._last_user = next((it for it in reversed(items) if it.message.role == "user"), None)
+
+    def _sync(self, history: History) -> bool:
+        """Learn what was appended since the last decision; False when the lists must be rebuilt."""
+        new = self._watch.since(history)
+        if new is None or history is not self._history or not self._bounded:
+            return False  # a new session, or another stage edited the history
+        done = self._done
+        if done is not None and not done.alive:
+            return False
+        for item in new:
+            m = item.message
+            if m.role == "tool" and done is not None:
+                holder = history.holder_of(m.tool_call_id or "")
+                if holder is not None and holder.pos <= done.pos:
+                    return False  # a result for a call already filed: its unit changed
+            elif m.role == "user":
+                before, self._last_user = self._last_user, item
+                if self._first_user is None:
+                    self._first_user = item
+                elif before is not None and before is not self._first_user and done is not None \
+                        and before.pos <= done.pos and not self._file_user(before):
+                    return False
+        return True
+
+    def _file_user(self, item: Item) -> bool:
+        """File a user message that stopped being the latest (it was passed over as protected)."""
+        if not item.alive or item.message.tool_calls:
+            return False
+        if item.pinned:
+            return True  # tier 0 for good
+        tier1 = self._lists[1]
+        if tier1 and tier1[-1].head.pos > item.pos:
+            return False
+        tier1.append(_Unit(item, (item,), item.tokens, filed=True))
+        return True
+
+    # ------------------------------------------------------------ units and tiers
+    def _static_tier(self, item: Item) -> int:
+        """The seed's tier of an item older than the recent turns."""
+        m = item.message
+        if item.pinned or m.role == "system" or item is self._first_user or item is self._last_user:
+            return 0
+        if m.role == "user":
+            return 1
+        if m.role in ("tool", "summary"):
+            return 2
+        if m.role == "assistant" and not m.tool_calls and item.tokens <= self.params.filler_tokens:
+            return 4
+        return 3
+
+    @staticmethod
+    def _attached(history: History, item: Item) -> bool:
+        """A tool result that belongs to the unit of an earlier call."""
+        m = item.message
+        if m.role != "tool":
+            return False
+        holder = history.holder_of(m.tool_call_id or "")
+        return (holder is not None and holder.alive and holder.pos < item.pos
+                and history.result_of(m.tool_call_id or "") is item)
+
+    @staticmethod
+    def _members(history: History, item: Item) -> tuple[Item, ...]:
+        out = [item]
+        for call in item.message.tool_calls:
+            result = history.result_of(call.id)
+            if result is not None and result.alive and result.pos > item.pos:
+                out.append(result)
+        return tuple(out)
+
+    def _score(self, unit: _Unit, tier: int, n: int, query: frozenset[str]) -> float:
+        p = self.params
+        if unit.query is not query:
+            if unit.doc is None:
+                unit.doc = frozenset().union(*(self._item_words(it) for it in unit.members))
+            unit.query = query
+            unit.relevance = SCORERS[p.relevance](query, unit.doc)
+        recency = unit.head.pos / (n - 1) if n > 1 else 1.0
+        return p.tier_bias[tier] + p.recency_weight * recency + p.relevance_weight * unit.relevance
+
+    # ------------------------------------------------------------ deciding
     def decide(self, ctx: Context) -> Sequence[Edit]:
         history = ctx.history
         budget = self.budget(ctx)
         total = history.prompt_tokens
         if total <= budget:
             return ()
-        live = {id(it) for it in history.items}
-        self._words = {k: v for k, v in self._words.items() if id(v[0]) in live}
-        head, scored = self.scores(ctx)
-        size: dict[int, int] = {}
-        for i, h in enumerate(head):
-            if h in scored:
-                size[h] = size.get(h, 0) + history.items[i].tokens
-        order = sorted(scored, key=lambda h: (scored[h][1], h))
-        evicted: list[int] = []
-        for h in order:
-            if total <= budget:
-                break
-            evicted.append(h)
-            total -= size[h]
+        if not self._sync(history):
+            self._reset(history)
+        chosen = self._choose(history, total, budget)
+        if chosen is None:  # something the lists did not follow: rebuild them and choose again
+            self._reset(history)
+            chosen = self._choose(history, total, budget)
+            assert chosen is not None
+        evicted, total = chosen
+        dropped = [it for unit, _ in evicted for it in unit.members]
+        drop = sorted(it.pos for it in dropped)
+        splices = drop_splices(drop)
+        self._watch.expect(history, splices)
         if not evicted:
             return ()
-        chosen = set(evicted)
-        drop = [i for i, h in enumerate(head) if h in chosen]
-        by_tier = sorted({scored[h][0] for h in evicted})
+        gone = {id(it) for it in dropped}
+        done = self._done
+        while done is not None and id(done) in gone:  # the last filed item goes: the one before it is filed
+            done = history.items[done.pos - 1] if done.pos > 0 else None
+        self._done = done
+        for unit, _ in evicted:
+            unit.alive = False
+        by_tier = sorted({t for _, t in evicted})
         note = (f"evicted {len(drop)} messages (tiers {', '.join(map(str, by_tier))}) to fit {budget:,} tokens"
                 + ("" if total <= budget else f"; still {total:,}: the rest is protected"))
-        return (Edit("evict", drop_splices(drop), note),)
+        return (Edit("evict", splices, note),)
+
+    def _choose(self, history: History, total: int, budget: int) -> tuple[list[tuple[_Unit, int]], int] | None:
+        """The units to evict, lowest (score, position) first, and the prompt after; None: rebuild."""
+        p = self.params
+        items = history.items
+        n = len(items)
+        # Where the recent turns start (tier 1) and the newest turn (tier 0).
+        last_turn = recent_from = n
+        found = 0
+        want = max(p.recent_turns, 1)
+        for i in range(n - 1, -1, -1):
+            if items[i].message.role == "assistant":
+                found += 1
+                if found == 1:
+                    last_turn = i
+                if p.recent_turns and found <= p.recent_turns:
+                    recent_from = i
+                if found == want:
+                    break
+        zone = min(last_turn, recent_from) if self._bounded else 0
+        done = self._done
+        start = done.pos + 1 if done is not None else 0
+        if start > zone:
+            return None
+        # File the units that left the recent turns since the last request.
+        i = start
+        while i < zone:
+            item = items[i]
+            if not self._attached(history, item):
+                members = self._members(history, item)
+                if max(it.pos for it in members) >= zone:
+                    break
+                tier = min(self._static_tier(it) for it in members)
+                if tier:
+                    self._lists[tier].append(_Unit(item, members, sum(it.tokens for it in members), filed=True))
+            self._done = item
+            i += 1
+        # The recent units (and, without the bound, all of them): scored now.
+        query = self._item_words(self._last_user) if self._last_user is not None else frozenset()
+        heap: list[tuple[float, int, int, _Unit]] = []
+        for j in range(i, n):
+            item = items[j]
+            if self._attached(history, item):  # scored with its call
+                continue
+            members = self._members(history, item)
+            tier = 4
+            for it in members:
+                t = self._static_tier(it)
+                if t and it.pos >= last_turn:
+                    t = 0
+                elif t and it.pos >= recent_from:
+                    t = 1
+                tier = min(tier, t)
+            if tier:
+                unit = _Unit(item, members, sum(it.tokens for it in members))
+                heap.append((self._score(unit, tier, n, query), item.pos, tier, unit))
+        heapq.heapify(heap)
+        # The filed units: lowest bound first, scored while the bound is not above the best score.
+        bias, weight = p.tier_bias, p.recency_weight
+        lists, front = self._lists, self._front
+        for t, units_t in lists.items():
+            if self._dead[t] * 2 > len(units_t) - front[t]:
+                lists[t] = [u for u in units_t[front[t]:] if u.alive]
+                front[t], self._dead[t] = 0, 0
+        cursor = dict(front)
+        bounds: dict[int, float] = {}
+
+        def advance(t: int) -> None:
+            units_t, k = lists[t], cursor[t]
+            while k < len(units_t) and not units_t[k].alive:
+                k += 1
+            cursor[t] = k
+            if k < len(units_t):
+                recency = units_t[k].head.pos / (n - 1) if n > 1 else 1.0
+                bounds[t] = bias[t] + weight * recency
+            else:
+                bounds.pop(t, None)
+
+        for t in lists:
+            advance(t)
+            while front[t] < cursor[t] and not lists[t][front[t]].alive:
+                front[t] += 1
+                self._dead[t] -= 1
+        evicted: list[tuple[_Unit, int]] = []
+        while total > budget:
+            while bounds and (not heap or heap[0][0] >= min(bounds.values())):
+                t = min(bounds, key=lambda k: (bounds[k], k))
+                unit = lists[t][cursor[t]]
+                if any(not it.alive for it in unit.members):
+                    return None  # an item edited behind the lists' back
+                heapq.heappush(heap, (self._score(unit, t, n, query), unit.head.pos, t, unit))
+                cursor[t] += 1
+                advance(t)
+            if not heap:
+                break
+            _, _, t, unit = heapq.heappop(heap)
+            evicted.append((unit, t))
+            total -= unit.size
+        for unit, t in evicted:
+            if unit.filed:
+                self._dead[t] += 1
+        return evicted, total
 
 
 register(PolicyInfo(

@@ -26,9 +26,8 @@ from dataclasses import dataclass, field
 from ctxsim.history import Edit, SideCall
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
-from ctxsim.policies.compact import (current_notes, positions, protected, replace_with, safe_cut, summarise_items,
+from ctxsim.policies.compact import (SessionClock, current_notes, protected, replace_with, safe_cut, summarise_items,
                                      text_tokens)
-from ctxsim.summarizers import turn_clock
 from ctxsim.summarizers.llm import SimulatedLLMSummarizer, SummarySize
 
 MIN_TRIGGER = 50_000
@@ -65,22 +64,22 @@ class ServerCompactPolicy:
 
     def __init__(self, params: ServerCompactParams) -> None:
         self.params = params
+        self._clock = SessionClock()
         self.summarizer = SimulatedLLMSummarizer(SummarySize(summary_tokens=params.summary_tokens))
 
     def decide(self, ctx: Context) -> Sequence[Edit]:
         p = self.params
         history = ctx.history
-        clock = turn_clock(history)
+        clock = self._clock(history)
         prompt = history.prompt_tokens
         if prompt <= p.trigger:
             return ()
-        where = positions(history)
         end = len(history)
         if p.pause_after_compaction:
             end = next((i for i in range(len(history) - 1, -1, -1)
                         if history.items[i].message.role == "assistant"), len(history))
-            end = safe_cut(history, end, where)
-        keep = protected(history, 0, end, where)
+            end = safe_cut(history, end)
+        keep = protected(history, 0, end)
         old = [i for i in range(end) if i not in keep]
         if not old:
             return ()

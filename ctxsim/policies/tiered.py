@@ -42,7 +42,8 @@ from __future__ import annotations
 import math
 import struct
 import weakref
-from collections.abc import Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -50,7 +51,7 @@ from ctxsim.history import Edit, History, Item, Splice
 from ctxsim.model import Message
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
-from ctxsim.policies.recent import protected_units, units
+from ctxsim.policies.recent import EditWatch, unit_head, unit_members
 from ctxsim.policies.truncate import LineCaps
 
 COMPACTION_MARKER = "[Context compacted: earlier messages removed to fit the context window]"
@@ -123,10 +124,6 @@ class Entry:
         return self.item.tokens
 
 
-def _total(entries: Sequence[Entry]) -> int:
-    return sum(e.tokens for e in entries)
-
-
 def _is_result(e: Entry) -> bool:
     return e.message.role == "tool"
 
@@ -135,13 +132,162 @@ def _opens_calls(e: Entry) -> bool:
     return e.message.role == "assistant" and bool(e.message.tool_calls)
 
 
+class _Seq:
+    """A working copy of history[:end]: runs of unchanged history items and lists of entries, in order.
+
+    Length, tokens before a position and slicing cost O(parts) (a run of unchanged items is one part,
+    its tokens read from the history's running sums), so a long unchanged prefix costs nothing.
+    """
+
+    def __init__(self, history: History, parts: Sequence[tuple[int, int] | list[Entry]]) -> None:
+        self.history = history
+        self.parts: list[tuple[int, int] | list[Entry]] = []
+        self._starts = [0]  # position of each part
+        self._tokens = [0]  # tokens before each part
+        self._inner: dict[int, list[int]] = {}  # part number -> running tokens within a list part
+        for part in parts:
+            if isinstance(part, tuple):
+                a, b = part
+                if a >= b:
+                    continue
+                if self.parts and isinstance(self.parts[-1], tuple) and self.parts[-1][1] == a:
+                    a = self.parts.pop()[0]  # runs that meet are one run
+                    self._starts.pop()
+                    self._tokens.pop()
+                size, tokens = b - a, history.prefix_tokens(b) - history.prefix_tokens(a)
+                part = (a, b)
+            else:
+                if not part:
+                    continue
+                size, tokens = len(part), sum(e.tokens for e in part)
+            self.parts.append(part)
+            self._starts.append(self._starts[-1] + size)
+            self._tokens.append(self._tokens[-1] + tokens)
+
+    def __len__(self) -> int:
+        return self._starts[-1]
+
+    @property
+    def total(self) -> int:
+        return self._tokens[-1]
+
+    def _part(self, k: int) -> int:
+        return bisect_right(self._starts, k) - 1
+
+    def __getitem__(self, k: int) -> Entry:
+        p = self._part(k)
+        part, offset = self.parts[p], k - self._starts[p]
+        if isinstance(part, tuple):
+            index = part[0] + offset
+            return Entry(index, self.history.items[index])
+        return part[offset]
+
+    def tokens_before(self, k: int) -> int:
+        if k >= len(self):
+            return self.total
+        p = self._part(k)
+        part, offset = self.parts[p], k - self._starts[p]
+        if isinstance(part, tuple):
+            inside = self.history.prefix_tokens(part[0] + offset) - self.history.prefix_tokens(part[0])
+        else:
+            sums = self._inner.get(p)
+            if sums is None:
+                sums = self._inner[p] = [0]
+                for e in part:
+                    sums.append(sums[-1] + e.tokens)
+            inside = sums[offset]
+        return self._tokens[p] + inside
+
+    def slice(self, a: int, b: int) -> list[tuple[int, int] | list[Entry]]:
+        """The parts holding positions [a, b)."""
+        out: list[tuple[int, int] | list[Entry]] = []
+        b = min(b, len(self))
+        if a >= b:
+            return out
+        for p in range(self._part(a), len(self.parts)):
+            start = self._starts[p]
+            if start >= b:
+                break
+            part = self.parts[p]
+            lo, hi = max(a, start) - start, min(b, self._starts[p + 1]) - start
+            out.append((part[0] + lo, part[0] + hi) if isinstance(part, tuple) else part[lo:hi])
+        return out
+
+    def entries(self, a: int, b: int) -> Iterator[Entry]:
+        for part in self.slice(a, b):
+            if isinstance(part, tuple):
+                items = self.history.items
+                for index in range(*part):
+                    yield Entry(index, items[index])
+            else:
+                yield from part
+
+    def splices(self, end: int) -> tuple[Splice, ...]:
+        """The splices that turn history[:end] into this copy (unchanged items keep their places)."""
+        out: list[Splice] = []
+        cursor = 0  # next history index not yet accounted for
+        pending: list[Item] = []
+        for part in self.parts:
+            if isinstance(part, tuple):  # a run of unchanged items, like entries part[0] .. part[1]-1
+                if part[0] > cursor or pending:
+                    out.append(Splice(cursor, part[0], tuple(pending)))
+                    pending = []
+                cursor = part[1]
+                continue
+            for e in part:
+                if e.index is None or not e.same:
+                    pending.append(e.item)
+                    continue
+                if e.index > cursor or pending:
+                    out.append(Splice(cursor, e.index, tuple(pending)))
+                    pending = []
+                cursor = e.index + 1
+        if cursor < end or pending:
+            out.append(Splice(cursor, end, tuple(pending)))
+        return tuple(out)
+
+
 @dataclass
 class Compaction:
-    entries: list[Entry]
+    entries: _Seq
     level: str  # "none", "truncate", "summarize", "drop", "cliff"
 
 
+class _Units:
+    """Unit heads and protection (a unit holding a pinned message) of history items, looked up on demand."""
+
+    def __init__(self, history: History) -> None:
+        self.history = history
+        self._head: dict[int, int] = {}
+        self._safe: dict[int, bool] = {}
+
+    def head(self, index: int) -> int:
+        h = self._head.get(index)
+        if h is None:
+            h = self._head[index] = unit_head(self.history, index)
+        return h
+
+    def protected(self, index: int) -> bool:
+        h = self.head(index)
+        safe = self._safe.get(h)
+        if safe is None:
+            items = self.history.items
+            safe = self._safe[h] = any(items[i].pinned for i in unit_members(self.history, h))
+        return safe
+
+
 class TieredPolicy:
+    """yoagent's compaction, applied only to the part of the history a compaction can still change.
+
+    After a compaction the history's front is settled: user messages (the level-2 summaries among
+    them), markers and the protected units, their results within the caps. Levels 1 and 2 leave
+    such items as they are, so a compaction works on what follows them (the turns since the last
+    summarising and the recent ones); the settled front counts by the history's running sums, and
+    level 3 and the cliff search their cut by bisection. A request under the budget costs O(1).
+    The settled front is forgotten (the next compaction looks at the whole history) when another
+    stage edited the history (see `EditWatch`).
+    """
+
     name = "tiered"
 
     def __init__(self, params: TieredParams) -> None:
@@ -153,6 +299,8 @@ class TieredPolicy:
         self._last_total: int | None = None
         self._growth_sum = 0
         self._samples = 0
+        self._settled = 0  # this many items at the front of the history are settled
+        self._watch = EditWatch()
 
     # ------------------------------------------------------------ yoagent's arithmetic
     def budget(self, ctx: Context) -> int:
@@ -187,6 +335,7 @@ class TieredPolicy:
             self._last_total = None
             self._growth_sum = 0
             self._samples = 0
+            self._settled = 0
 
     def scope_end(self, history: History) -> int:
         end = len(history)
@@ -211,11 +360,14 @@ class TieredPolicy:
         if live <= budget:
             return ()
         target = self.target(budget, ratio)
-        entries = [Entry(i, history.items[i]) for i in range(end)]
-        result = self.compact(ctx, entries, budget, target)
-        after = _total(result.entries)
+        if self._watch.since(history) is None:  # new to us, or edited by another stage: nothing is settled
+            self._settled = 0
+        result = self.compact(ctx, end, budget, target)
+        after = result.entries.total
         self._last_total = after
-        splices = to_splices(result.entries, end)
+        splices = result.entries.splices(end)
+        self._watch.expect(history, splices)
+        self._settled = self._settled_after(result.entries, history)
         if not splices:
             return ()
         note = (f"level {result.level}: {end} -> {len(result.entries)} messages, {live:,} -> {after:,} tokens "
@@ -223,20 +375,55 @@ class TieredPolicy:
         return (Edit(result.level, splices, note),)
 
     # ------------------------------------------------------------ compact_messages
-    def compact(self, ctx: Context, entries: list[Entry], budget: int, target: int) -> Compaction:
+    def _is_settled(self, units: _Units, index: int) -> bool:
+        """Levels 1 and 2 leave the item as it is, whatever follows it."""
+        item = units.history.items[index]
+        role = item.message.role
+        if role == "assistant":
+            return units.protected(index)
+        if role == "tool":
+            return units.protected(index) and (item.pinned or self.caps.cut(item.message) is None)
+        return True
+
+    def _settled_after(self, result: _Seq, history: History) -> int:
+        """How many items at the front of `result` (the history once our edit is applied) are settled."""
+        units = _Units(history)
+        count = 0
+        for part in result.parts:
+            if isinstance(part, tuple):
+                if part[1] > self._settled:  # not known to be settled: the next compaction looks
+                    return count + max(0, self._settled - part[0])
+                count += part[1] - part[0]
+                continue
+            for e in part:
+                role = e.message.role
+                if role == "assistant" or role == "tool":
+                    if e.index is None or not units.protected(e.index):
+                        return count
+                    if role == "tool" and not e.item.pinned and self.caps.cut(e.message) is not None:
+                        return count
+                count += 1
+        return count
+
+    def compact(self, ctx: Context, end: int, budget: int, target: int) -> Compaction:
         history = ctx.history
-        head = units(history)
-        safe = protected_units(history, head)
-        protected = {e.index for e in entries if e.index is not None and head[e.index] in safe}
-        if _total(entries) <= budget:
+        units = _Units(history)
+        settled = min(self._settled, end)
+        while settled < end and self._is_settled(units, settled):
+            settled += 1
+        self._settled = settled
+        items = history.items
+        region = [Entry(i, items[i]) for i in range(settled, end)]
+        entries = _Seq(history, [(0, settled), region])
+        if entries.total <= budget:
             return Compaction(entries, "none")
-        level1 = [self._truncated(ctx, e) for e in entries]
-        if _total(level1) <= budget:
+        level1 = _Seq(history, [(0, settled), [self._truncated(ctx, e) for e in region]])
+        if level1.total <= budget:
             return Compaction(level1, "truncate")
-        level2 = self._summarize(ctx, level1, protected, head)
-        if _total(level2) <= target:
+        level2 = self._summarize(ctx, level1, settled, units)
+        if level2.total <= target:
             return Compaction(level2, "summarize")
-        return self._drop_middle(ctx, level2, target, protected)
+        return self._drop_middle(ctx, level2, target, units)
 
     def _truncated(self, ctx: Context, e: Entry) -> Entry:
         if e.item.pinned:
@@ -246,7 +433,7 @@ class TieredPolicy:
             return e
         return Entry(e.index, ctx.history.item(new, origin=e.item.origin), same=False)
 
-    def _summarize(self, ctx: Context, entries: list[Entry], protected: set[int], head: list[int]) -> list[Entry]:
+    def _summarize(self, ctx: Context, entries: _Seq, settled: int, units: _Units) -> _Seq:
         n = len(entries)
         keep_recent = self.params.keep_recent
         if n <= keep_recent:
@@ -254,35 +441,39 @@ class TieredPolicy:
         boundary = n - keep_recent
         while 0 < boundary < n and _is_result(entries[boundary]):
             boundary -= 1
-        if boundary == 0:
+        if boundary == 0 or boundary <= settled:  # before the boundary everything is settled: kept as it is
             return entries
         # A call whose results sit past the boundary (a user message in between) is kept whole.
-        late = {head[e.index] for e in entries[boundary:] if e.index is not None and _is_result(e)}
+        late = {units.head(e.index) for e in entries.entries(boundary, n) if e.index is not None and _is_result(e)}
+
+        def kept(e: Entry) -> bool:  # a tool result level 2 must keep: pinned, or its call is kept
+            return e.index is not None and (units.protected(e.index) or units.head(e.index) in late)
+
         out: list[Entry] = []
+        work = list(entries.entries(settled, boundary))
         i = 0
-        while i < boundary:
-            e = entries[i]
+        while i < len(work):
+            e = work[i]
             m = e.message
-            guarded = e.index is not None and (e.index in protected or e.index in late)
+            guarded = e.index is not None and (units.protected(e.index) or e.index in late)
             if m.role == "assistant" and not guarded:
                 out.append(Entry(None, ctx.history.item(
                     Message("user", "[Summary] " + summary_of(m), ts=m.ts), origin=e.item.origin, inserted=True)))
                 i += 1
-                while i < boundary and _is_result(entries[i]) and not _kept(entries[i], protected, late, head):
+                while i < len(work) and _is_result(work[i]) and not kept(work[i]):
                     i += 1
                 continue
-            if _is_result(e) and not _kept(e, protected, late, head):
+            if _is_result(e) and not kept(e):
                 i += 1
                 continue
             out.append(e)
             i += 1
-        out.extend(entries[boundary:])
-        return out
+        return _Seq(ctx.history, [(0, settled), out, *entries.slice(boundary, n)])
 
     def _marker(self, ctx: Context, ts: str | None) -> Entry:
         return Entry(None, ctx.history.item(Message("user", COMPACTION_MARKER, ts=ts), inserted=True))
 
-    def _drop_middle(self, ctx: Context, entries: list[Entry], target: int, protected: set[int]) -> Compaction:
+    def _drop_middle(self, ctx: Context, entries: _Seq, target: int, units: _Units) -> Compaction:
         p = self.params
         n = len(entries)
         head_end = min(p.keep_first, n)
@@ -290,48 +481,41 @@ class TieredPolicy:
             head_end -= 1
         max_cut = max(n - p.keep_recent, 0)
         if head_end >= max_cut:
-            return self._keep_within(ctx, entries, target, protected)
-        suffix = [0] * (n + 1)
-        for i in range(n - 1, -1, -1):
-            suffix[i] = suffix[i + 1] + entries[i].tokens
+            return self._keep_within(ctx, entries, target, units)
         marker = self._marker(ctx, entries[head_end].message.ts)
-        fixed = _total(entries[:head_end]) + marker.tokens
-        cut = next((i for i in range(head_end, max_cut + 1) if fixed + suffix[i] <= target), max_cut)
+        fixed = entries.tokens_before(head_end) + marker.tokens
+        total = entries.total
+        # the first cut whose tail fits (the tail only shrinks as the cut moves on), else max_cut
+        span = range(head_end, max_cut + 1)
+        k = bisect_left(span, True, key=lambda i: fixed + total - entries.tokens_before(i) <= target)
+        cut = span[k] if k < len(span) else max_cut
         while cut < n and _is_result(entries[cut]):
             cut += 1
         cut = max(cut, head_end)
         if cut == head_end:
             return Compaction(entries, "summarize")
-        spared = [e for e in entries[head_end:cut] if e.index is not None and e.index in protected]
-        result = entries[:head_end] + [marker] + spared + entries[cut:]
-        if _total(result) > target:
-            cliff = self._keep_within(ctx, result, target, protected)
+        spared = [e for e in entries.entries(head_end, cut) if e.index is not None and units.protected(e.index)]
+        result = _Seq(ctx.history, [*entries.slice(0, head_end), [marker, *spared], *entries.slice(cut, n)])
+        if result.total > target:
+            cliff = self._keep_within(ctx, result, target, units)
             return cliff if cliff.level == "cliff" else Compaction(result, "drop")
         return Compaction(result, "drop")
 
-    def _keep_within(self, ctx: Context, entries: list[Entry], budget: int, protected: set[int]) -> Compaction:
+    def _keep_within(self, ctx: Context, entries: _Seq, budget: int, units: _Units) -> Compaction:
         """yoagent's `keep_within_budget`: the longest tail that fits, behind the marker (the cliff)."""
-        if not entries:
+        n = len(entries)
+        if not n:
             return Compaction(entries, "summarize")
-        kept = 0
-        remaining = budget
-        for e in reversed(entries):
-            if e.tokens > remaining:
-                break
-            remaining -= e.tokens
-            kept += 1
-        start = len(entries) - kept
-        while start < len(entries) and _is_result(entries[start]):
+        # the longest tail whose tokens add up to at most the budget (the first start where the tail fits)
+        total = entries.total
+        start = min(bisect_left(range(n + 1), True, key=lambda s: total - entries.tokens_before(s) <= budget), n)
+        while start < n and _is_result(entries[start]):
             start += 1
         if start == 0:
             return Compaction(entries, "summarize")
-        spared = [e for e in entries[:start] if e.index is not None and e.index in protected]
-        return Compaction([self._marker(ctx, entries[0].message.ts)] + spared + entries[start:], "cliff")
-
-
-def _kept(e: Entry, protected: set[int], late: set[int], head: list[int]) -> bool:
-    """A tool result level 2 must keep: pinned, or its call is kept."""
-    return e.index is not None and (e.index in protected or head[e.index] in late)
+        spared = [e for e in entries.entries(0, start) if e.index is not None and units.protected(e.index)]
+        marker = self._marker(ctx, entries[0].message.ts)
+        return Compaction(_Seq(ctx.history, [[marker, *spared], *entries.slice(start, n)]), "cliff")
 
 
 def summary_of(message: Message) -> str:

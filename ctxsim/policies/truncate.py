@@ -23,10 +23,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ctxsim.history import Edit, Rewrite, Splice
+from ctxsim.history import Edit, History, Item, Rewrite, Splice
 from ctxsim.model import Message
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
+from ctxsim.policies.recent import EditWatch
 
 MARKER_LINES = 3  # a blank line, the marker, a blank line
 MARKER = "[... {omitted} lines truncated ...]"
@@ -42,8 +43,33 @@ def split_lines(text: str) -> list[str]:
     return [p[:-1] if p.endswith("\r") else p for p in parts]
 
 
+def first_line(text: str) -> str:
+    """The first of `split_lines(text)` that is not blank ("" if none), without splitting the rest."""
+    start, n = 0, len(text)
+    while start < n:
+        end = text.find("\n", start)
+        if end < 0:
+            end = n
+        line = text[start:end]
+        if line.endswith("\r"):
+            line = line[:-1]
+        if line.strip():
+            return line
+        start = end + 1
+    return ""
+
+
+def line_count(text: str) -> int:
+    """len(split_lines(text)), without building the lines."""
+    if not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
 def truncate_text(text: str, max_lines: int) -> str:
     """Keep head and tail so the result has exactly `max_lines` lines; idempotent."""
+    if text.count("\n") < max_lines:  # at most max_lines lines: nothing to cut (and no need to split)
+        return text
     lines = split_lines(text)
     if len(lines) <= max_lines:
         return text
@@ -130,11 +156,22 @@ class TruncateParams:
 
 
 class TruncatePolicy:
+    """With `on_append=false`, cuts each tool result once, as it arrives, learning new ones from `history.log`.
+
+    A result within its cap (or cut, which is idempotent) stays within it, so a request looks only at the
+    results that arrived since the previous one: O(new). Items another stage spliced in are not logged;
+    when another stage edited the history (see `EditWatch`) the policy looks at every tool result once
+    more, those it has already seen unchanged costing a dictionary look-up each.
+    """
+
     name = "truncate"
 
     def __init__(self, params: TruncateParams) -> None:
         self.params = params
         self.caps = LineCaps.of(params.max_lines, params.exempt_tools, params.overrides)
+        self._history: History | None = None
+        self._watch = EditWatch()
+        self._fits: dict[int, Item] = {}  # id(item) -> item, for results known to be within their cap
 
     def on_append(self, ctx: Context, message: Message) -> Rewrite | None:
         if not self.params.on_append:
@@ -145,17 +182,32 @@ class TruncatePolicy:
         cap = self.caps.limit(message.name)
         return Rewrite(new, "truncate", f"{message.name or 'tool'} output cut to {cap} lines")
 
+    def _fresh(self, history: History) -> list[Item]:
+        """The tool results to look at, in history order: the new ones, or all when another stage edited."""
+        if history is not self._history:  # a new session: start over
+            self._history, self._fits = history, {}
+        new = self._watch.since(history)
+        if new is not None:
+            return [it for it in new if it.message.role == "tool"]
+        fits = self._fits
+        return [it for it in history.items if it.message.role == "tool" and fits.get(id(it)) is not it]
+
     def decide(self, ctx: Context) -> Sequence[Edit]:
         if self.params.on_append:
             return ()
         history = ctx.history
         splices = []
-        for i, item in enumerate(history.items):
-            if item.pinned or item.message.role != "tool":
+        for item in self._fresh(history):
+            if item.pinned:
                 continue
             new = self.caps.cut(item.message)
-            if new is not None:
-                splices.append(Splice(i, i + 1, (history.item(new, origin=item.origin),)))
+            if new is None:
+                self._fits[id(item)] = item
+                continue
+            cut = history.item(new, origin=item.origin)
+            self._fits[id(cut)] = cut
+            splices.append(Splice(item.pos, item.pos + 1, (cut,)))
+        self._watch.expect(history, splices)
         if not splices:
             return ()
         return (Edit("truncate", tuple(splices), f"truncated {len(splices)} tool results"),)

@@ -34,7 +34,7 @@ from ctxsim.model import Message
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
 from ctxsim.policies.recent import close_drop, units
-from ctxsim.policies.truncate import split_lines
+from ctxsim.policies.truncate import first_line
 
 SUMMARY_HEAD = "[Summary of {count} earlier messages]"
 MEMORY_STUB = "[memory chunk dropped: {tool} returned {tokens:,} tokens]"
@@ -86,23 +86,73 @@ def summary_text(messages: Sequence[Message], line_chars: int) -> str:
     kept: list[str] = []
     count = 0
     for m in messages:
-        if m.role == "summary":
-            lines = m.content.split("\n")
-            head = lines[0]
+        if m.role == "summary":  # kept whole, as one block of lines (not split: it can be long)
+            text = m.content
+            cut = text.find("\n")
+            head = text if cut < 0 else text[:cut]
             number = head[len("[Summary of "):-len(" earlier messages]")]
             if head == SUMMARY_HEAD.format(count=number) and number.isdigit():
                 count += int(number)
-                kept.extend(lines[1:])
+                if cut >= 0:
+                    kept.append(text[cut + 1:])
             else:
                 count += 1
-                kept.extend(lines)
+                kept.append(text)
             continue
         count += 1
-        first = next((ln for ln in split_lines(m.content) if ln.strip()), "")
+        first = first_line(m.content)
         calls = ", ".join(c.name for c in m.tool_calls)
         label = m.role + (f" ({m.name})" if m.name else "") + (f" [calls {calls}]" if calls else "")
         kept.append(f"- {label}: {first[:line_chars]}".rstrip())
     return "\n".join([SUMMARY_HEAD.format(count=count)] + kept)
+
+
+# Split patterns (tiktoken's, for o200k_base and cl100k_base) under which a text's token count is the sum of
+# the counts of its pieces when it is cut just after a newline that a "-" follows: no pre-token reaches across
+# such a cut (a newline only ever continues a pre-token with more newlines, "/" or whitespace).
+_ADDITIVE_AT_NEWLINE_DASH = frozenset({
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*"
+    "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    "'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}++|\\p{N}{1,3}+| ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*+"
+    "|\\s++$|\\s*[\\r\\n]|\\s+(?!\\S)|\\s",
+})
+
+
+class SummarySizer:
+    """`ctx.size(message)` for a summary, counting each of its "- ..." lines once per session.
+
+    A summary keeps the lines of the earlier ones, so it grows through the session; counting it whole
+    at every compression would count the same lines again and again. With an exact BPE tokenizer whose
+    count adds up across a newline followed by "-" (see _ADDITIVE_AT_NEWLINE_DASH), the text is counted
+    piece by piece, each distinct piece once; otherwise (other tokenizers, scaled framing) whole.
+    """
+
+    def __init__(self) -> None:
+        self._counter: object = None
+        self._pieces: dict[str, int] = {}  # a middle piece p -> tokens of "-" + p + "\n"
+
+    def __call__(self, ctx: Context, message: Message) -> int:
+        sizer = getattr(ctx.size, "__self__", None)
+        counter = getattr(sizer, "counter", None)
+        framing = getattr(sizer, "framing", None)
+        encoding = getattr(getattr(counter, "tokenizer", None), "_encoding", None)
+        if (getattr(encoding, "_pat_str", None) not in _ADDITIVE_AT_NEWLINE_DASH or framing is None
+                or framing.scale != 1.0 or message.thinking or message.tool_calls or message.extra_tokens):
+            return ctx.size(message)
+        if counter is not self._counter:
+            self._counter, self._pieces = counter, {}
+        count = counter.count  # type: ignore[union-attr]
+        pieces = message.content.split("\n-")
+        if len(pieces) == 1:
+            return ctx.size(message)
+        memo = self._pieces
+        for piece in pieces[1:-1]:
+            if piece not in memo:
+                memo[piece] = count("-" + piece + "\n")
+        total = count(pieces[0] + "\n") + sum(map(memo.__getitem__, pieces[1:-1])) + count("-" + pieces[-1])
+        return ctx.size(replace(message, content="")) + total
 
 
 class ZonesPolicy:
@@ -110,6 +160,7 @@ class ZonesPolicy:
 
     def __init__(self, params: ZonesParams) -> None:
         self.params = params
+        self._summary_size = SummarySizer()
 
     def zone(self, ctx: Context) -> str:
         p = self.params
@@ -135,6 +186,8 @@ class ZonesPolicy:
     # ------------------------------------------------------------ helpers
     def _memory_stubs(self, ctx: Context, keep: int, skip: set[int]) -> list[Splice]:
         p = self.params
+        if not p.memory_tools:
+            return []
         history = ctx.history
         chunks = [i for i, it in enumerate(history.items)
                   if it.message.role == "tool" and it.message.name in p.memory_tools
@@ -160,8 +213,8 @@ class ZonesPolicy:
         calls: tuple[SideCall, ...] = ()
         if len(drop) >= 2 or (drop and history.items[drop[0]].message.role != "summary"):
             messages = [history.items[i].message for i in drop]
-            summary = history.item(Message("summary", summary_text(messages, p.line_chars),
-                                           ts=messages[-1].ts), inserted=True)
+            message = Message("summary", summary_text(messages, p.line_chars), ts=messages[-1].ts)
+            summary = history.item(message, inserted=True, tokens=self._summary_size(ctx, message))
             runs = _runs(drop)
             splices.append(Splice(runs[0][0], runs[0][1], (summary,)))
             splices.extend(Splice(a, b) for a, b in runs[1:])
