@@ -135,3 +135,16 @@ def test_engine_refuses_orphaning_edits():
 def test_engine_refuses_edits_of_pinned_messages():
     with pytest.raises(PolicyViolation, match="pinned"):
         replay(coding_trace(3), TouchPinned(), pin_tools=("notes_read",))
+
+
+def test_clear_follows_results_another_stage_replaced():
+    """A result truncated retroactively by an earlier stage is still cleared (found through its call)."""
+    trace = coding_trace(10)
+    after_truncation = replay(trace, "truncate:on_append=false,max_lines=300+clear:trigger=2000,keep=2")
+    alone = replay(trace, "clear:trigger=2000,keep=2")
+    cleared = [e for e in after_truncation.events if e.kind == "clear"]
+    assert cleared
+    # The same results are cleared as without the truncation stage, so the last request is no bigger.
+    assert sum(int(e.note.split()[1]) for e in cleared) == sum(
+        int(e.note.split()[1]) for e in alone.events if e.kind == "clear")
+    assert after_truncation.rows[-1].input_tokens <= alone.rows[-1].input_tokens

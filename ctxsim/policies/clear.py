@@ -82,7 +82,14 @@ class ClearPolicy:
         log = history.log
         self._results.extend(it for it in log[self._seen:] if it.message.role == "tool")
         self._seen = len(log)
-        self._results = [it for it in self._results if it.alive]
+        results = []
+        for item in self._results:
+            if not item.alive:  # replaced by another stage (e.g. truncated)? follow its call to the copy
+                item = history.result_of(item.message.tool_call_id or "")  # type: ignore[assignment]
+                if item is None or not item.alive:
+                    continue
+            results.append(item)
+        self._results = results
 
     def _stub(self, history: History, item: Item) -> Item:
         known = self._stubs.get(id(item))
