@@ -28,6 +28,27 @@ def price_data_version() -> str:
     return f"genai-prices {version('genai-prices')}"
 
 
+def price_data_latest_change() -> str | None:
+    """The newest dated price change in the bundled price data (ISO date): how recent the data is.
+
+    genai-prices does not stamp its snapshot with a date; its dated changes are the best measure.
+    """
+    from datetime import datetime as _datetime
+
+    latest = None
+    for provider in data_snapshot.get_snapshot().providers:
+        for model in provider.models:
+            if not isinstance(model.prices, list):
+                continue
+            for conditional in model.prices:
+                start = getattr(conditional.constraint, "start_date", None)
+                if start is None:
+                    continue
+                day = start.date() if isinstance(start, _datetime) else start
+                latest = day if latest is None or day > latest else latest
+    return latest.isoformat() if latest else None
+
+
 @dataclass(frozen=True, slots=True)
 class Bill:
     """Tokens of one request as the provider bills them (inclusive input)."""

@@ -18,7 +18,7 @@ from ctxsim.errors import CtxsimError
 from ctxsim.fileio import atomic_write
 from ctxsim.meter import EventRecord, Row, Totals
 from ctxsim.params import as_dict
-from ctxsim.pricing import price_data_version
+from ctxsim.pricing import price_data_latest_change, price_data_version
 from ctxsim.tokens import label
 
 SCHEMA = "ctxsim.run/1"
@@ -94,6 +94,7 @@ def manifest(replayer: Replayer, trace_path: str) -> dict[str, Any]:
         "framing": as_dict(replayer.sizer.framing),
         "cache_model": {"name": r.cache.name, "params": as_dict(r.cache.params)},
         "prices": price_data_version(),
+        "price_data_latest_change": price_data_latest_change(),
         "price_notes": list(replayer.pricer.notes),
         "assumption": "open-loop replay: the agent's recorded outputs are replayed unchanged whatever the policy does",
         "seed": None,

@@ -94,8 +94,8 @@ def assumptions(result: RunResult) -> str:
     used = sorted({str((r.policy.get("setup") or {}).get("tokenizer") or m.get("tokenizer")) for r in result.runs})
     if len(used) > 1:
         tokenizer_text = "tokenizers " + ", ".join(used) + " (per policy; chars4 and bytes4 are estimates)"
-    price_date = m.get("price_date") or m.get("prices_date")
-    prices = f"prices {m.get('prices', '?')}" + (f" as of {price_date}" if price_date else "")
+    latest = m.get("price_data_latest_change")
+    prices = f"prices {m.get('prices', '?')}" + (f" (price changes known through {latest})" if latest else "")
     digest = str(trace.get("digest", ""))
     requests = max((r.totals.requests for r in result.runs), default=0)
     parts = [
