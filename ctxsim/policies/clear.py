@@ -88,6 +88,8 @@ class ClearPolicy:
                 item = history.result_of(item.message.tool_call_id or "")  # type: ignore[assignment]
                 if item is None or not item.alive:
                     continue
+            if item.cleared:  # a stub now: nothing left to clear (the tool_uses count takes stubs apart)
+                continue
             results.append(item)
         self._results = results
 
