@@ -542,3 +542,15 @@ def test_event_kinds_are_marked(result: RunResult):
     loud = copy.deepcopy(result)
     loud.runs[0].events = [EventRecord(54, "s", "none", "overflow", "context passes the window")]
     assert render("context", loud, "png") != render("context", result, "png")
+
+
+def test_diff_pairs_one_policy_each_side_whatever_their_labels(tmp_path: Path):
+    """main's config against a PR's: one run each, different labels, still compared and gated."""
+    from ctxsim.api import replay_trace
+
+    base, new = tmp_path / "base.json", tmp_path / "new.json"
+    replay_trace(str(TRACE), ["clear:trigger=60000"]).save(base)
+    replay_trace(str(TRACE), ["none"]).save(new)
+    res = invoke("diff", base, new, "--fail-above", "5%")
+    assert res.exit_code == 1 and "clear:trigger=60000 → none" in res.stderr
+    assert invoke("diff", new, base, "--fail-above", "5%").exit_code == 0

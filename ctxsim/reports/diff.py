@@ -1,6 +1,7 @@
 """Diff of two runs (e.g. main's policy config against a pull request's), for `ctxsim diff`.
 
-Runs are paired by policy label, then by policy name in order; every metric is
+Runs are paired by policy label, then by policy name in order, and a last unpaired run on each
+side with each other; every metric is
 compared as a relative change new/base - 1. A gated metric regresses when it
 gets worse by more than the threshold, direction-aware: cost, peak context,
 tokens, rewrites and losses are worse up; hit rates are worse down. This is not
@@ -165,6 +166,8 @@ def pair_runs(base: RunResult, new: RunResult) -> list[tuple[int | None, int | N
                 pairs.append((i, j))
                 left.remove(i)
                 right.remove(j)
+    if len(left) == 1 and len(right) == 1:  # one policy each side (main's config vs a PR's): compare them
+        pairs.append((left.pop(), right.pop()))
     pairs += [(i, None) for i in left]
     pairs.sort(key=lambda p: p[0] if p[0] is not None else -1)
     pairs += [(None, j) for j in right]
