@@ -46,14 +46,18 @@ from ctxsim.model import Event, Message, Session, ToolCall, Trace, Usage, format
 class FormatInfo:
     name: str
     description: str
-    read: Callable[[str], Trace]
     # Returns None when the first bytes look like this format, else the reason they don't.
     sniff: Callable[[bytes], str | None]
     module: str
+    # Reads a path; None: through `read_traces` with this format (every reader with `parse`).
+    read: Callable[[str], Trace] | None = None
     # Reads an open input with options (skip_bad_lines ...); None: only `read(path)` is available.
     parse: Callable[[IO[bytes], Source], list[Session]] | None = None
     # Joins the sessions of several files of this format (e.g. a subagent file to its parent).
     link: Callable[[list[Session]], list[Session]] | None = None
+
+    def load(self, path: str) -> Trace:
+        return self.read(path) if self.read is not None else read_traces([path], self.name)
 
 
 _REGISTRY: Registry[FormatInfo] = Registry("format", __name__, "ctxsim.formats")
@@ -282,7 +286,7 @@ def _read_with(info: FormatInfo, path: str, data: bytes | None, skip_bad_lines: 
             if info.name == "native":
                 sessions, digest = _read_native(stream, path, skip_bad_lines, file_report)
             else:
-                trace = info.read(path)
+                trace = info.load(path)
                 sessions, digest = list(trace.sessions), trace.digest
         else:
             hashing = _HashingStream(stream)

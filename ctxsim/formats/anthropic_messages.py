@@ -23,7 +23,7 @@ from ctxsim.formats import (
     text_of, usage_anthropic,
 )
 from ctxsim.formats.claude_code import _assistant_block, _Response
-from ctxsim.model import Message, Session, Trace
+from ctxsim.model import Message, Session
 
 NAME = "anthropic-messages"
 
@@ -169,11 +169,6 @@ def sniff(head: bytes) -> str | None:
     return None
 
 
-def read(path: str) -> Trace:
-    from ctxsim.formats import read_traces
-
-    return read_traces([path], NAME)
-
 
 register(FormatInfo(name=NAME, description="Anthropic Messages API request/response JSON (or JSONL) logs",
-                    read=read, sniff=sniff, module=__name__, parse=parse))
+                    sniff=sniff, module=__name__, parse=parse))

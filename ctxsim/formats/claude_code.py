@@ -34,7 +34,7 @@ from ctxsim.formats import (
     IMAGE_FALLBACK_TOKENS, FormatInfo, Node, SessionBuilder, Source, frozen, image_tokens, kind_of, register,
     sniff_json_head, text_of, usage_anthropic,
 )
-from ctxsim.model import Message, Session, ToolCall, Trace, Usage
+from ctxsim.model import Message, Session, ToolCall, Usage
 
 NAME = "claude-code"
 HOUSEKEEPING = {"queue-operation", "file-history-snapshot", "progress", "summary", "custom-title", "ai-title",
@@ -441,11 +441,6 @@ def sniff(head: bytes) -> str | None:
     return "no Claude Code lines (type user/assistant/system with sessionId, uuid and message) in the first lines"
 
 
-def read(path: str) -> Trace:
-    from ctxsim.formats import read_traces
-
-    return read_traces([path], NAME)
-
 
 register(FormatInfo(name=NAME, description="Claude Code session JSONL (~/.claude/projects/*/*.jsonl), subagent files",
-                    read=read, sniff=sniff, module=__name__, parse=parse, link=link))
+                    sniff=sniff, module=__name__, parse=parse, link=link))

@@ -35,7 +35,7 @@ from ctxsim.formats import (
     FormatInfo, Node, SessionBuilder, Source, arguments_of, frozen, image_tokens, register, sniff_json_head,
     text_of,
 )
-from ctxsim.model import Message, Session, ToolCall, Trace, Usage
+from ctxsim.model import Message, Session, ToolCall, Usage
 
 NAME = "codex"
 LINE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
@@ -394,11 +394,6 @@ def sniff(head: bytes) -> str | None:
     return "no rollout lines ({type: session_meta|response_item|event_msg|turn_context, payload}) in the first lines"
 
 
-def read(path: str) -> Trace:
-    from ctxsim.formats import read_traces
-
-    return read_traces([path], NAME)
-
 
 register(FormatInfo(name=NAME, description="OpenAI Codex CLI rollout JSONL (~/.codex/sessions/**/rollout-*.jsonl)",
-                    read=read, sniff=sniff, module=__name__, parse=parse))
+                    sniff=sniff, module=__name__, parse=parse))

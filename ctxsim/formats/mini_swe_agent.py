@@ -20,7 +20,7 @@ from ctxsim.formats import (
     FormatInfo, Node, SessionBuilder, Source, any_usage, arguments_of, frozen, head_text, image_tokens, register,
     sniff_json_head, split_model, text_of,
 )
-from ctxsim.model import Message, Session, ToolCall, Trace
+from ctxsim.model import Message, Session, ToolCall
 
 NAME = "mini-swe-agent"
 
@@ -114,11 +114,6 @@ def sniff(head: bytes) -> str | None:
     return "no trajectory_format 'mini-swe-agent-...' (or info.model_stats with messages) in the first bytes"
 
 
-def read(path: str) -> Trace:
-    from ctxsim.formats import read_traces
-
-    return read_traces([path], NAME)
-
 
 register(FormatInfo(name=NAME, description="mini-swe-agent trajectories (messages with each provider response)",
-                    read=read, sniff=sniff, module=__name__, parse=parse))
+                    sniff=sniff, module=__name__, parse=parse))

@@ -27,7 +27,7 @@ from ctxsim.formats import (
     Conversation, FormatInfo, Node, Source, any_usage, arguments_of, frozen, head_text, image_tokens, register,
     sniff_json_head, split_model, text_of,
 )
-from ctxsim.model import Message, Session, ToolCall, Trace
+from ctxsim.model import Message, Session, ToolCall
 
 NAME = "openai-chat"
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
@@ -211,11 +211,6 @@ def _openai_messages(messages: list[Any]) -> bool:
     return all(isinstance(m, dict) and m.get("role") in ROLES for m in messages[:5])
 
 
-def read(path: str) -> Trace:
-    from ctxsim.formats import read_traces
-
-    return read_traces([path], NAME)
-
 
 register(FormatInfo(name=NAME, description="OpenAI Chat Completions messages (+ usage), or request/response logs",
-                    read=read, sniff=sniff, module=__name__, parse=parse))
+                    sniff=sniff, module=__name__, parse=parse))

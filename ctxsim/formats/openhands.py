@@ -30,7 +30,7 @@ from ctxsim.formats import (
     FormatInfo, Node, SessionBuilder, Source, any_usage, arguments_of, frozen, head_text, image_tokens, kind_of,
     register, sniff_json_head, split_model, text_of,
 )
-from ctxsim.model import Message, Session, ToolCall, Trace, Usage
+from ctxsim.model import Message, Session, ToolCall, Usage
 
 NAME = "openhands"
 SILENT_OBSERVATIONS = {"null", "agent_state_changed", "recall", "user_rejected", "condense"}
@@ -252,11 +252,6 @@ def sniff(head: bytes) -> str | None:
     return "no OpenHands events ({id, timestamp, source, action|observation}) in the first bytes"
 
 
-def read(path: str) -> Trace:
-    from ctxsim.formats import read_traces
-
-    return read_traces([path], NAME)
-
 
 register(FormatInfo(name=NAME, description="OpenHands event streams (trajectory exports, evaluation output.jsonl)",
-                    read=read, sniff=sniff, module=__name__, parse=parse))
+                    sniff=sniff, module=__name__, parse=parse))

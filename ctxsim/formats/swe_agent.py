@@ -24,7 +24,7 @@ from ctxsim.formats import (
     FormatInfo, Node, SessionBuilder, Source, arguments_of, frozen, head_text, image_tokens, register,
     sniff_json_head, split_model, text_of,
 )
-from ctxsim.model import Message, Session, ToolCall, Trace
+from ctxsim.model import Message, Session, ToolCall
 
 NAME = "swe-agent"
 # SWE-agent 0.x model short names (sweagent/agent/models.py of that era) and what they called.
@@ -169,11 +169,6 @@ def sniff(head: bytes) -> str | None:
     return "no SWE-agent keys (trajectory with history / observation) in the first bytes"
 
 
-def read(path: str) -> Trace:
-    from ctxsim.formats import read_traces
-
-    return read_traces([path], NAME)
-
 
 register(FormatInfo(name=NAME, description="SWE-agent .traj trajectories (history messages; run totals only)",
-                    read=read, sniff=sniff, module=__name__, parse=parse))
+                    sniff=sniff, module=__name__, parse=parse))

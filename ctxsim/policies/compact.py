@@ -207,7 +207,24 @@ def current_notes(history: History) -> str:
 # ---------------------------------------------------------------- the policy
 
 @dataclass(frozen=True)
-class CompactParams:
+class SummaryParams:
+    """How a summarising policy writes its summaries (shared by compact and hierarchical)."""
+
+    summarizer: Literal["extractive", "llm"] = field(default="extractive", metadata=field_doc(
+        "extractive: marker lines, offline; llm: a simulated model summary sized by summary_*"))
+    include_notes: bool = field(default=True, metadata=field_doc(
+        "end the summary with the current notes kept by a notes stage"))
+    summary_tokens: int | None = field(default=None, metadata=field_doc(
+        "llm: fixed summary size in tokens (else summary_ratio of the input)"))
+    summary_ratio: float = field(default=0.05, metadata=field_doc("llm: summary size as a fraction of its input"))
+    summary_min_tokens: int = field(default=500, metadata=field_doc("llm: smallest summary"))
+    summary_max_tokens: int = field(default=2_000, metadata=field_doc("llm: largest summary"))
+    max_errors: int = field(default=5, metadata=field_doc("extractive: newest error lines kept"))
+    max_files: int = field(default=12, metadata=field_doc("extractive: newest file paths kept"))
+
+
+@dataclass(frozen=True)
+class CompactParams(SummaryParams):
     trigger: int = field(default=30_000, metadata=field_doc(
         "the policy runs once the prompt passes this many tokens (seed 000 Budget.trigger)"))
     compact_above: int = field(default=20_000, metadata=field_doc(
@@ -223,19 +240,8 @@ class CompactParams:
         "also keep the newest older user messages, up to this many tokens (Codex keeps 20,000)"))
     clear_at_least: int = field(default=10_000, metadata=field_doc(
         "skip unless the summarised part holds at least this many tokens"))
-    summarizer: Literal["extractive", "llm"] = field(default="extractive", metadata=field_doc(
-        "extractive: marker lines, offline; llm: a simulated model summary sized by summary_*"))
-    include_notes: bool = field(default=True, metadata=field_doc(
-        "end the summary with the current notes kept by a notes stage"))
     verify: bool = field(default=False, metadata=field_doc(
         "meter a second call that re-checks the summary (Gemini CLI's verification probe)"))
-    summary_tokens: int | None = field(default=None, metadata=field_doc(
-        "llm: fixed summary size in tokens (else summary_ratio of the input)"))
-    summary_ratio: float = field(default=0.05, metadata=field_doc("llm: summary size as a fraction of its input"))
-    summary_min_tokens: int = field(default=500, metadata=field_doc("llm: smallest summary"))
-    summary_max_tokens: int = field(default=2_000, metadata=field_doc("llm: largest summary"))
-    max_errors: int = field(default=5, metadata=field_doc("extractive: newest error lines kept"))
-    max_files: int = field(default=12, metadata=field_doc("extractive: newest file paths kept"))
 
     def __post_init__(self) -> None:
         if min(self.trigger, self.compact_above, self.keep_recent, self.keep_user_tokens, self.clear_at_least) < 0:

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from ctxsim.history import Edit, History, Item, SideCall
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
-from ctxsim.policies.compact import SessionClock, current_notes, protected, replace_with, safe_cut, summarise_items
+from ctxsim.policies.compact import (
+    SessionClock, SummaryParams, current_notes, protected, replace_with, safe_cut, summarise_items,
+)
 from ctxsim.summarizers import make_summarizer
 
 LEVELS = {1: "checkpoint", 2: "epoch", 3: "era"}
@@ -44,21 +45,10 @@ def level_of(item: Item) -> int:
 
 
 @dataclass(frozen=True)
-class HierarchicalParams:
+class HierarchicalParams(SummaryParams):
     checkpoint_every: int = field(default=20, metadata=field_doc("raw turns folded into one checkpoint"))
     epoch_every: int = field(default=5, metadata=field_doc("checkpoints folded into one epoch (0: no epochs)"))
     era_every: int = field(default=5, metadata=field_doc("epochs folded into the era summary (0: no eras)"))
-    summarizer: Literal["extractive", "llm"] = field(default="extractive", metadata=field_doc(
-        "extractive: marker lines, offline; llm: a simulated model summary sized by summary_*"))
-    include_notes: bool = field(default=True, metadata=field_doc(
-        "end each summary with the current notes kept by a notes stage"))
-    summary_tokens: int | None = field(default=None, metadata=field_doc(
-        "llm: fixed summary size in tokens (else summary_ratio of the input)"))
-    summary_ratio: float = field(default=0.05, metadata=field_doc("llm: summary size as a fraction of its input"))
-    summary_min_tokens: int = field(default=500, metadata=field_doc("llm: smallest summary"))
-    summary_max_tokens: int = field(default=2_000, metadata=field_doc("llm: largest summary"))
-    max_errors: int = field(default=5, metadata=field_doc("extractive: newest error lines kept"))
-    max_files: int = field(default=12, metadata=field_doc("extractive: newest file paths kept"))
 
     def __post_init__(self) -> None:
         if self.checkpoint_every < 1:
