@@ -26,7 +26,7 @@ class TableData:
 
 
 def money(value: Decimal) -> str:
-    if value < 1:
+    if value < Decimal("0.1"):  # small amounts keep four decimals, so they do not all read $0.00
         return f"${value.quantize(Decimal('0.0001'), ROUND_HALF_EVEN)}"
     if value >= 100:
         return f"${value.quantize(Decimal('1'), ROUND_HALF_EVEN):,}"
