@@ -25,6 +25,7 @@ class Framing:
     tool_result_tokens: int = 0  # extra on a tool result, beyond message_tokens
     count_tool_result_name: bool = False  # yoagent counts the tool name of a result
     count_call_name: bool = True
+    count_call_arguments: bool = True  # seed 000 counts an assistant message's text only
     tool_schema_tokens: int = 8  # each tool definition, beyond its JSON
     scale: float = 1.0  # calibration: billed tokens per counted token (e.g. Claude's tokenizer vs o200k)
 
@@ -70,7 +71,9 @@ class MessageSizer:
         if message.thinking:
             n += count(message.thinking)
         for call in message.tool_calls:
-            n += f.tool_call_tokens + count(self._arguments(call))
+            n += f.tool_call_tokens
+            if f.count_call_arguments:
+                n += count(self._arguments(call))
             if f.count_call_name:
                 n += count(call.name)
         if message.role == "tool":

@@ -163,10 +163,10 @@ def test_framing_matches_seed_000_per_message_count():
         message = Message(role, text, name="read_file" if role == "tool" else None)
         assert sizer.message(message) == counter.count(text) + 4
     assert sizer.system(Session(system=text)) == counter.count(text) + 4
-    # What differs: a structured tool call adds its JSON arguments (seed 000 does not count them).
+    # A structured tool call adds nothing: seed 000 keeps the call off the message's text.
     call = ToolCall("c1", "read_file", {"path": "src/billing/tax.py"})
     with_call = sizer.message(Message("assistant", text, tool_calls=(call,)))
-    assert with_call == counter.count(text) + 4 + counter.count('{"path":"src/billing/tax.py"}')
+    assert with_call == counter.count(text) + 4
 
 
 def test_clearing_first_then_compaction_only_when_clearing_is_not_enough():

@@ -25,6 +25,12 @@ from ctxsim.policies import Context, PolicyInfo, register
 
 ERROR_LINE = re.compile(r"\b[A-Z][A-Za-z0-9_]*(?:Error|Exception)\b: [^\n\]]+")
 DEFAULT_STUB = "[tool output cleared: {tool}({args}) returned {tokens:,} tokens; run it again if you need it.{error}]"
+# Named stub texts; `stub=NAME` picks one, any other value is a template itself. `ctxkit` is the
+# exact text seed 000 writes, so the ctxkit preset's requests have the seed's sizes.
+STUBS = {
+    "default": DEFAULT_STUB,
+    "ctxkit": "[cleared: {tool}({args}) returned {tokens:,} tokens. Call it again if you need it.{error}]",
+}
 
 
 @dataclass(frozen=True)
@@ -36,8 +42,8 @@ class ClearParams:
     clear_at_least: int = field(default=0, metadata=field_doc("skip the clearing unless it frees this many tokens"))
     exclude_tools: tuple[str, ...] = field(default=(), metadata=field_doc("tools whose results are never cleared"))
     clear_tool_inputs: bool = field(default=False, metadata=field_doc("also clear the calls' arguments"))
-    stub: str = field(default=DEFAULT_STUB, metadata=field_doc(
-        "text that replaces a result; fields {tool} {args} {tokens} {error}"))
+    stub: str = field(default="default", metadata=field_doc(
+        "text that replaces a result: a name (default, ctxkit) or a template with {tool} {args} {tokens} {error}"))
 
     def __post_init__(self) -> None:
         if self.keep < 0 or self.trigger < 0 or self.clear_at_least < 0:
@@ -101,7 +107,8 @@ class ClearPolicy:
         m = item.message
         call = self._call(history, m.tool_call_id)
         error = first_error(m.content)
-        text = p.stub.format(tool=m.name or (call.name if call else "tool"), args=short_args(call),
+        template = STUBS.get(p.stub, p.stub)
+        text = template.format(tool=m.name or (call.name if call else "tool"), args=short_args(call),
                              tokens=item.tokens, error=f" First error: {error}" if error else "")
         stub = history.item(replace(m, content=text), origin=item.origin, cleared=True)
         stub.alive = False  # until the engine splices it in

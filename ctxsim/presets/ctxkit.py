@@ -9,11 +9,9 @@ non-read token as a cache write with a 1,024-token minimum, Claude Sonnet 4.5 at
 million tokens.
 
 Framing: seed 000 sizes every message as `count_tokens(content) + 4` and the system prompt the
-same way. ctxsim's sizer does that for user, tool and summary messages and plain assistant text
-with this framing (no extra tokens per tool call, tool name or tool schema). It still counts what
-the seed's messages do not have as separate fields: an assistant message's tool calls add the
-tokens of their JSON arguments (seed 000 keeps a call as the text of its assistant message and
-its arguments on the result, uncounted), and thinking is counted when a trace has it.
+same way; this framing does exactly that (no tokens for a tool call's name or arguments, which
+seed 000 keeps off the message, nor for tool schemas). Thinking, which seed 000's messages do not
+have, is counted when a trace has it. Cleared results get seed 000's stub text (`stub=ctxkit`).
 """
 
 from ctxsim.counting import Framing
@@ -21,12 +19,12 @@ from ctxsim.presets import Preset, register
 
 STAGES = (
     "notes:max_tokens=1500",
-    "clear:trigger=30000,keep=3,clear_at_least=10000,exclude_tools=[notes_read]",
+    "clear:trigger=30000,keep=3,clear_at_least=10000,exclude_tools=[notes_read],stub=ctxkit",
     "compact:trigger=30000,compact_above=20000,keep_recent=10,clear_at_least=10000,summarizer=extractive",
 )
 
 FRAMING = Framing(message_tokens=4, tool_call_tokens=0, tool_result_tokens=0, count_tool_result_name=False,
-                  count_call_name=False, tool_schema_tokens=0)
+                  count_call_name=False, count_call_arguments=False, tool_schema_tokens=0)
 
 register(Preset(
     name="ctxkit",
@@ -42,7 +40,7 @@ register(Preset(
     notes=(
         "the notes stage rebuilds the notes file from notes_write/notes_rewrite calls and appends it to summaries",
         "compact's trigger is checked on the prompt as it was before clearing, as seed 000 does",
-        "an assistant message's tool-call arguments are counted; seed 000 does not count them",
+        "tool-call names and arguments are not counted, as in seed 000; thinking is, when a trace has it",
     ),
     module=__name__,
 ))
