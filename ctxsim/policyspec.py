@@ -204,6 +204,9 @@ def _choice(spec: str) -> Choice:
     table = presets()
     if name in table and name not in policies():
         return _preset_choice(spec, table[name], values)
+    if name not in policies():
+        raise ParameterError(f"unknown policy or preset {name!r}; policies: {', '.join(policies())}; "
+                             f"presets: {', '.join(table)}")
     return Choice(spec, parse_policy(spec))
 
 
