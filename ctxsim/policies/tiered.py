@@ -528,24 +528,6 @@ def summary_of(message: Message) -> str:
     return "[Assistant response]"
 
 
-def to_splices(entries: Sequence[Entry], end: int) -> tuple[Splice, ...]:
-    """The splices that turn history[:end] into `entries` (unchanged items keep their places)."""
-    out: list[Splice] = []
-    cursor = 0  # next history index not yet accounted for
-    pending: list[Item] = []
-    for e in entries:
-        if e.index is None or not e.same:
-            pending.append(e.item)
-            continue
-        if e.index > cursor or pending:
-            out.append(Splice(cursor, e.index, tuple(pending)))
-            pending = []
-        cursor = e.index + 1
-    if cursor < end or pending:
-        out.append(Splice(cursor, end, tuple(pending)))
-    return tuple(out)
-
-
 register(PolicyInfo(
     "tiered", TieredParams, TieredPolicy,
     "yoagent src/context.rs 0.15-0.21 compact_messages L1-L3 + effective_target_ratio; context_cache_test replay",
