@@ -1019,10 +1019,37 @@ def head_text(head: bytes) -> str:
     return head.decode("utf-8", errors="replace")
 
 
+def sniff_jsonl_records(head: bytes, lines: int) -> tuple[list[dict[str, Any]], str | None]:
+    """The JSON objects among the first `lines` lines of a JSONL head, or why it is not JSONL."""
+    shape, first = sniff_json_head(head)
+    if shape not in ("jsonl", "single"):
+        return [], "not JSONL" if shape == "document" else first
+    records = []
+    for raw in head.splitlines()[:lines]:
+        try:
+            record = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue  # the head may cut its last line
+        if isinstance(record, dict):
+            records.append(record)
+    return records, None
+
+
+def sniff_json_object_text(head: bytes) -> tuple[str, str | None]:
+    """The head of a single JSON-object document as text, or why it is not one."""
+    shape, first = sniff_json_head(head)
+    if shape not in ("document", "single"):
+        return "", "not a single JSON document" if shape == "jsonl" else first
+    text = head_text(head)
+    if not text.lstrip().startswith("{"):
+        return "", "not a JSON object"
+    return text, None
+
+
 __all__ = [
     "FormatInfo", "FileReport", "Node", "SessionBuilder", "Source", "TraceError", "any_usage", "anthropic_image_tokens",
     "arguments_of", "detect", "formats", "frozen", "image_size", "image_tokens", "locate", "openai_image_tokens",
-    "read_trace", "read_traces", "register", "sniff_json_head", "split_model", "text_of", "usage_anthropic",
+    "read_trace", "read_traces", "register", "sniff_json_head", "sniff_json_object_text", "sniff_jsonl_records", "split_model", "text_of", "usage_anthropic",
     "usage_native", "usage_openai", "format_ts", "parse_ts", "ToolCall",
 ]
 

@@ -31,8 +31,8 @@ from typing import IO, Any
 
 from ctxsim.errors import TraceError
 from ctxsim.formats import (
-    IMAGE_FALLBACK_TOKENS, FormatInfo, Node, SessionBuilder, Source, frozen, image_tokens, kind_of, register,
-    sniff_json_head, text_of, usage_anthropic,
+    FormatInfo, IMAGE_FALLBACK_TOKENS, Node, SessionBuilder, Source, frozen, image_tokens, kind_of, register,
+    sniff_jsonl_records, text_of, usage_anthropic,
 )
 from ctxsim.model import Message, Session, ToolCall, Usage
 
@@ -420,16 +420,10 @@ def link(sessions: list[Session]) -> list[Session]:
 
 
 def sniff(head: bytes) -> str | None:
-    shape, first = sniff_json_head(head)
-    if shape not in ("jsonl", "single"):
-        return "not JSONL" if shape == "document" else first
-    for raw in head.splitlines()[:20]:
-        try:
-            record = json.loads(raw)
-        except (ValueError, RecursionError):
-            continue
-        if not isinstance(record, dict):
-            continue
+    records, refusal = sniff_jsonl_records(head, 20)
+    if refusal:
+        return refusal
+    for record in records:
         kind = record.get("type")
         if kind in ("user", "assistant", "system") and "message" in record or kind == "system":
             if "sessionId" in record or "uuid" in record or "parentUuid" in record:

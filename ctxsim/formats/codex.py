@@ -32,8 +32,8 @@ from typing import IO, Any
 
 from ctxsim.errors import TraceError
 from ctxsim.formats import (
-    FormatInfo, Node, SessionBuilder, Source, arguments_of, frozen, image_tokens, register, sniff_json_head,
-    text_of,
+    FormatInfo, Node, SessionBuilder, Source, arguments_of, frozen, image_tokens, register,
+    sniff_jsonl_records, text_of,
 )
 from ctxsim.model import Message, Session, ToolCall, Usage
 
@@ -381,16 +381,11 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
 
 
 def sniff(head: bytes) -> str | None:
-    shape, first = sniff_json_head(head)
-    if shape not in ("jsonl", "single"):
-        return "not JSONL" if shape == "document" else first
-    for raw in head.splitlines()[:10]:
-        try:
-            record = json.loads(raw)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(record, dict) and record.get("type") in LINE_TYPES and "payload" in record:
-            return None
+    records, refusal = sniff_jsonl_records(head, 10)
+    if refusal:
+        return refusal
+    if any(record.get("type") in LINE_TYPES and "payload" in record for record in records):
+        return None
     return "no rollout lines ({type: session_meta|response_item|event_msg|turn_context, payload}) in the first lines"
 
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import IO, Any
 
 from ctxsim.formats import (
-    FormatInfo, Node, SessionBuilder, Source, any_usage, arguments_of, frozen, head_text, image_tokens, register,
-    sniff_json_head, split_model, text_of,
+    FormatInfo, Node, SessionBuilder, Source, any_usage, arguments_of, frozen, image_tokens, register,
+    sniff_json_object_text, split_model, text_of,
 )
 from ctxsim.model import Message, Session, ToolCall
 
@@ -101,12 +101,9 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
 
 
 def sniff(head: bytes) -> str | None:
-    shape, first = sniff_json_head(head)
-    if shape not in ("document", "single"):
-        return "not a single JSON document" if shape == "jsonl" else first
-    text = head_text(head)
-    if not text.lstrip().startswith("{"):
-        return "not a JSON object"
+    text, refusal = sniff_json_object_text(head)
+    if refusal:
+        return refusal
     if '"mini-swe-agent' in text[:4000]:
         return None
     if '"messages"' in text and '"model_stats"' in text and '"info"' in text:

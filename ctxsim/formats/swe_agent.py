@@ -21,8 +21,8 @@ import re
 from typing import IO, Any
 
 from ctxsim.formats import (
-    FormatInfo, Node, SessionBuilder, Source, arguments_of, frozen, head_text, image_tokens, register,
-    sniff_json_head, split_model, text_of,
+    FormatInfo, Node, SessionBuilder, Source, arguments_of, frozen, image_tokens, register,
+    sniff_json_object_text, split_model, text_of,
 )
 from ctxsim.model import Message, Session, ToolCall
 
@@ -156,12 +156,9 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
 
 
 def sniff(head: bytes) -> str | None:
-    shape, first = sniff_json_head(head)
-    if shape not in ("document", "single"):
-        return "not a single JSON document" if shape == "jsonl" else first
-    text = head_text(head)
-    if not text.lstrip().startswith("{"):
-        return "not a JSON object"
+    text, refusal = sniff_json_object_text(head)
+    if refusal:
+        return refusal
     if '"trajectory_format"' in text[:3000]:
         return "a mini-swe-agent trajectory"
     if '"trajectory"' in text and ('"history"' in text or '"environment"' in text or '"observation"' in text):
