@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 from ctxsim.composition import category
 from ctxsim.errors import CtxsimError
@@ -211,12 +212,8 @@ class History:
                 raise PolicyViolation(f"policy {policy}: tool result {call_id!r} left without its call")
 
     def _recompute(self, start: int) -> None:
-        del self._cum_tokens[start + 1 :]
-        del self._cum_blocks[start + 1 :]
-        t, b = self._cum_tokens[start], self._cum_blocks[start]
-        for pos, item in enumerate(self.items[start:], start):
+        tail = self.items[start:]
+        for pos, item in enumerate(tail, start):
             item.pos = pos
-            t += item.tokens
-            b += item.blocks
-            self._cum_tokens.append(t)
-            self._cum_blocks.append(b)
+        self._cum_tokens[start:] = accumulate([item.tokens for item in tail], initial=self._cum_tokens[start])
+        self._cum_blocks[start:] = accumulate([item.blocks for item in tail], initial=self._cum_blocks[start])

@@ -51,7 +51,12 @@ class ClearParams:
 
 
 def first_error(text: str) -> str | None:
-    match = ERROR_LINE.search(text)
+    # A match contains "Error: " or "Exception: ", and its name cannot span a line, so the scan
+    # can start at the line of the first such marker; most outputs have none and skip the regex.
+    marks = [i for i in (text.find("Error: "), text.find("Exception: ")) if i >= 0]
+    if not marks:
+        return None
+    match = ERROR_LINE.search(text, text.rfind("\n", 0, min(marks)) + 1)
     return match.group(0) if match else None
 
 
