@@ -116,17 +116,20 @@ class Replayer:
         self.setup = setup or Setup()
         self.resolved, self.pricer = resolve(trace, self.setup)
         self._ts = _Ts()
+        # Every run appends the same recorded messages: size each once, here, for all of them.
+        self._sizes: list[list[int]] = []
         for session in trace.sessions:
             sizer.prime(session)
+            self._sizes.append([sizer.message(m) for m in session.messages])
 
     def run(self, policy: Policy, progress: Callable[[int], None] | None = None) -> PolicyRun:
         state = _RunState()
-        for session in self.trace.sessions:
-            self._session(session, policy, state, progress)
+        for session, sizes in zip(self.trace.sessions, self._sizes, strict=True):
+            self._session(session, sizes, policy, state, progress)
         totals = Totals.of(state.rows, len(state.events), self.resolved.window, self.setup.output_reserve)
         return PolicyRun(effective(policy), state.rows, state.events, totals, Composition.of(state.composition))
 
-    def _session(self, session: Session, policy: Policy, state: _RunState,
+    def _session(self, session: Session, sizes: list[int], policy: Policy, state: _RunState,
                  progress: Callable[[int], None] | None) -> None:
         sizer = self.sizer
         rows, events = state.rows, state.events
@@ -148,7 +151,7 @@ class Replayer:
             if message.role != "assistant":
                 pinned = message.role == "system" or bool(message.extra.get("pinned")) or (
                     message.role == "tool" and message.name in pin)
-                item = history.item(message, origin, pinned=pinned)
+                item = history.item(message, origin, sizes[origin], pinned=pinned)
                 if appenders and not pinned:
                     ctx = Context(history, state.requests + 1, window, sizer.message, last_ts)
                     for stage in appenders:
@@ -180,7 +183,7 @@ class Replayer:
             state.composition.append((number, {HEAD: base, **history.composition}))
             shared = history.prefix_tokens(min(valid, len(history))) if prev_items else 0
             rewrite = prev_items > 0 and valid < prev_items
-            size = sizer.message(message)
+            size = sizes[origin]
             output = message.usage.output_tokens if message.usage and message.usage.output_tokens else size
             rows.append(self._row(number, session, index, message, history, cache, request_ts,
                                   prompt, output, shared, rewrite, window))
