@@ -12,6 +12,7 @@ from ctxsim.engine import DEFAULT_RESERVE, PolicyRun, Replayer, Setup
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import read_traces
 from ctxsim.model import Trace
+from ctxsim.parallel import plan_jobs, run_ordered
 from ctxsim.params import as_dict
 from ctxsim.policyspec import Choice, resolve
 from ctxsim.run import RunResult, manifest
@@ -36,6 +37,7 @@ class Options:
     hidden_prefix_tokens: int = 0
     calibrate: bool = False  # fit the hidden prefix and tokenizer scale from the recorded usage first
     skip_bad_lines: bool = False
+    jobs: int | None = None  # worker processes for the runs; None: one per core when the work is big enough
 
 
 def _setup_for(choice: Choice, options: Options) -> tuple[str, Framing | None, Setup]:
@@ -84,8 +86,7 @@ def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Opt
                 providers: Sequence[str], progress: Callable[[int], None] | None) -> RunResult:
     counters: dict[str, TokenCounter] = {}
     replayers: dict[tuple, Replayer] = {}
-    runs: list[PolicyRun] = []
-    first: Replayer | None = None
+    tasks: list[tuple[Choice, str | None, Replayer]] = []
     targets: list[tuple[str | None, str | None]] = [(None, None)]
     if providers:
         targets = []
@@ -101,27 +102,41 @@ def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Opt
                 setup = replace(setup, provider=provider, model=model, cache=options.cache)
             key = (tokenizer, framing, setup)
             replayer = replayers.get(key)
-            if replayer is None:
+            if replayer is None:  # counts the trace's texts (once per tokenizer) before any run starts
                 counter = counters.get(tokenizer)
                 if counter is None:
                     counter = counters[tokenizer] = TokenCounter(get_tokenizer(tokenizer))
                 replayer = replayers[key] = Replayer(trace, MessageSizer(counter, framing), setup)
-            first = first or replayer
-            run = replayer.run(choice.policy, progress)
-            run.policy["label"] = choice.label if provider is None else f"{choice.label} @ {provider}"
-            if choice.preset is not None:
-                run.policy["preset"] = choice.preset.name
-            r = replayer.resolved
-            run.policy["setup"] = {
-                "provider": r.provider, "model": r.model_id, "window": r.window,
-                "tokenizer": label(replayer.sizer.counter.tokenizer),
-                "cache_model": {"name": r.cache.name, "params": as_dict(r.cache.params)},
-                "framing": as_dict(replayer.sizer.framing),
-            }
-            runs.append(run)
-    assert first is not None
-    result = RunResult(manifest(first, path), runs)
-    result.manifest["price_notes"] = sorted({n for rp in replayers.values() for n in rp.pricer.notes})
+            tasks.append((choice, provider, replayer))
+    requests = sum(s.requests for s in trace.sessions)
+    jobs = plan_jobs(options.jobs, len(tasks), requests * len(tasks))
+
+    def task(i: int) -> tuple[PolicyRun, list[str]]:
+        choice, _, replayer = tasks[i]
+        run = replayer.run(choice.policy, progress if jobs == 1 else None)
+        return run, sorted(replayer.pricer.notes)
+
+    def done(i: int, result: tuple[PolicyRun, list[str]]) -> None:
+        if progress is not None and jobs > 1:  # a worker's run arrives whole
+            progress(requests)
+
+    notes: set[str] = set()
+    runs: list[PolicyRun] = []
+    for (choice, provider, replayer), (run, run_notes) in zip(tasks, run_ordered(task, len(tasks), jobs, done)):
+        notes.update(run_notes)
+        run.policy["label"] = choice.label if provider is None else f"{choice.label} @ {provider}"
+        if choice.preset is not None:
+            run.policy["preset"] = choice.preset.name
+        r = replayer.resolved
+        run.policy["setup"] = {
+            "provider": r.provider, "model": r.model_id, "window": r.window,
+            "tokenizer": label(replayer.sizer.counter.tokenizer),
+            "cache_model": {"name": r.cache.name, "params": as_dict(r.cache.params)},
+            "framing": as_dict(replayer.sizer.framing),
+        }
+        runs.append(run)
+    result = RunResult(manifest(tasks[0][2], path), runs)
+    result.manifest["price_notes"] = sorted(notes)
     return result
 
 

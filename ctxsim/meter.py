@@ -9,6 +9,7 @@ and with the trace's real gaps between requests (caches that expired).
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 from dataclasses import asdict, dataclass, field, fields
 from decimal import Decimal
 from typing import Any
@@ -41,6 +42,11 @@ class Row:
     recorded_input_tokens: int | None = None
     recorded_cache_read_tokens: int | None = None
 
+    def __reduce__(self) -> tuple[type[Row], tuple[Any, ...]]:
+        # Rows travel back from worker processes by the thousand: as plain argument tuples they
+        # pickle and load about twice as fast as through the slots state protocol.
+        return Row, _row_values(self)
+
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         for key in ("cost_usd", "cost_warm_usd", "cost_nocache_usd"):
@@ -53,6 +59,9 @@ class Row:
         for key in ("cost_usd", "cost_warm_usd", "cost_nocache_usd"):
             values[key] = Decimal(values[key])
         return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
+
+
+_row_values = attrgetter(*(f.name for f in fields(Row)))
 
 
 @dataclass(frozen=True, slots=True)

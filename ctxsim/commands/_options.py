@@ -29,23 +29,28 @@ CalibrateOpt = Annotated[bool, typer.Option(
     "--calibrate", help="Fit the hidden prefix and tokenizer scale from the recorded usage, then replay.")]
 SkipBadOpt = Annotated[bool, typer.Option("--skip-bad-lines", help="Skip malformed lines and say how many.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print totals as JSON for machines.")]
+JobsOpt = Annotated[Optional[int], typer.Option(
+    "--jobs", "-j", help="Worker processes for the runs (1: none); default: one per core when the trace is big.")]
 OutputOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="Where to write the results.")]
 
 
 def options(provider: str | None, model: str | None, tokenizer: str | None, cache: str | None,
             cache_ttl: str | None, window: int | None, reserve: int, framing: str | None = None,
-            calibrate: bool = False, skip_bad_lines: bool = False) -> Options:
+            calibrate: bool = False, skip_bad_lines: bool = False, jobs: int | None = None) -> Options:
     if cache_ttl is not None and cache_ttl not in ("5m", "1h"):
         fail(f"--cache-ttl must be 5m or 1h, got {cache_ttl!r}")
     if window is not None and window <= 0:
         fail("--window must be positive")
     if reserve < 0:
         fail("--reserve must not be negative")
+    if jobs is not None and jobs < 1:
+        fail(f"--jobs must be at least 1, got {jobs}")
     frame = None
     if framing:
         frame = build_params(Framing, split_spec("framing:" + framing)[1], "--framing")
     return Options(provider=provider, model=model, tokenizer=tokenizer, cache=cache, cache_ttl=cache_ttl,
-                   window=window, reserve=reserve, framing=frame, calibrate=calibrate, skip_bad_lines=skip_bad_lines)
+                   window=window, reserve=reserve, framing=frame, calibrate=calibrate, skip_bad_lines=skip_bad_lines,
+                   jobs=jobs)
 
 
 def totals_json(result) -> dict:  # type: ignore[no-untyped-def]

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from ctxsim.cli import app, default_trace, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt,
+    CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt,
     TraceArg, WindowOpt, options, totals_json,
 )
 
@@ -39,6 +39,7 @@ def compare(
     calibrate: CalibrateOpt = False,
     skip_bad_lines: SkipBadOpt = False,
     fmt: FormatOpt = None,
+    jobs: JobsOpt = None,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
 ) -> None:
@@ -52,7 +53,7 @@ def compare(
     if not any(s.split(":", 1)[0] == "none" for s in specs):
         specs.insert(0, "none")
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
-                   skip_bad_lines)
+                   skip_bad_lines, jobs)
     provider_list = [p.strip() for p in providers.split(",") if p.strip()] if providers else []
     result = replay_trace(trace or default_trace(), specs, fmt=fmt, options=opts, providers=provider_list,
                            show_progress=True)
@@ -79,7 +80,10 @@ def compare(
 
 
 def _write(result, folder):  # type: ignore[no-untyped-def]
-    """run.json, and the whole report bundle when the reports package is there."""
+    """`-o FILE.json`: the run artefact alone; `-o DIR`: run.json and the whole report bundle."""
+    if folder.suffix.lower() == ".json":
+        result.save(folder)
+        return [folder]
     folder.mkdir(parents=True, exist_ok=True)
     try:
         from ctxsim.reports import write_bundle

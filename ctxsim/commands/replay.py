@@ -10,7 +10,7 @@ import typer
 
 from ctxsim.cli import app, default_trace, fail, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt,
+    CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt,
     TraceArg, WindowOpt, options, totals_json,
 )
 
@@ -34,6 +34,7 @@ def replay(
     skip_bad_lines: SkipBadOpt = False,
     every: Annotated[Optional[int], typer.Option(help="Show every k-th request in the context table.")] = None,
     fmt: FormatOpt = None,
+    jobs: JobsOpt = None,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
 ) -> None:
@@ -44,7 +45,7 @@ def replay(
     if every is not None and every <= 0:
         fail("--every must be positive")
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
-                   skip_bad_lines)
+                   skip_bad_lines, jobs)
     result = replay_trace(trace or default_trace(), policy or ["none"], fmt=fmt, options=opts, show_progress=True)
     if output is not None:
         result.save(output)

@@ -1,0 +1,107 @@
+"""Runs on worker processes give the same artefact, byte for byte, as runs in-process."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxsim.api import Options, replay_choices
+from ctxsim.cli import app
+from ctxsim.errors import CtxsimError
+from ctxsim.formats.native import write
+from ctxsim.history import Edit, Splice
+from ctxsim.parallel import MIN_PARALLEL_REQUESTS, can_fork, plan_jobs, run_ordered
+from ctxsim.policies import Context
+from ctxsim.policyspec import Choice, resolve
+from ctxsim.synth import synthesize
+
+needs_fork = pytest.mark.skipif(not can_fork(), reason="worker processes need fork (Linux)")
+
+SPECS = ["none", "clear:trigger=8000,keep=2", "compact:trigger=12000,summarizer=llm", "scored:budget=9000",
+         "truncate", "mask", "ctxkit", "zones:window=16000"]
+
+
+@pytest.fixture(scope="module")
+def trace():  # type: ignore[no-untyped-def]
+    return synthesize("coding", turns=60, seed=3)
+
+
+@needs_fork
+def test_workers_give_the_same_artefact_as_one_process(trace) -> None:  # type: ignore[no-untyped-def]
+    alone = replay_choices(trace, "t.jsonl", resolve(SPECS), Options(jobs=1))
+    shared = replay_choices(trace, "t.jsonl", resolve(SPECS), Options(jobs=2))
+    assert [r.policy["label"] for r in shared.runs] == [c.label for c in resolve(SPECS)]
+    assert any(row.kind == "summarize" for row in shared.runs[2].rows)  # the llm summaries came back too
+    assert shared.dumps() == alone.dumps()
+
+
+@needs_fork
+def test_workers_with_several_providers_keep_the_order(trace) -> None:  # type: ignore[no-untyped-def]
+    providers = ["anthropic", "openai:gpt-4.1"]
+    alone = replay_choices(trace, "t.jsonl", resolve(SPECS[:3]), Options(jobs=1), providers)
+    shared = replay_choices(trace, "t.jsonl", resolve(SPECS[:3]), Options(jobs=3), providers)
+    assert [r.policy["label"] for r in shared.runs][3] == "none @ openai"
+    assert shared.dumps() == alone.dumps()
+
+
+@needs_fork
+def test_progress_counts_every_request_once(trace) -> None:  # type: ignore[no-untyped-def]
+    for jobs in (1, 2):
+        seen: list[int] = []
+        replay_choices(trace, "t.jsonl", resolve(SPECS[:4]), Options(jobs=jobs), progress=seen.append)
+        assert sum(seen) == 4 * sum(s.requests for s in trace.sessions), jobs
+
+
+class _Orphaner:
+    """Drops the newest tool call but keeps its result: the engine must refuse it."""
+
+    name = "orphaner"
+
+    def decide(self, ctx: Context) -> Sequence[Edit]:
+        holders = [it for it in ctx.history.items if it.message.tool_calls]
+        if not holders:
+            return ()
+        return (Edit("drop", (Splice(holders[-1].pos, holders[-1].pos + 1),)),)
+
+
+@needs_fork
+def test_an_error_in_a_worker_reaches_the_caller(trace) -> None:  # type: ignore[no-untyped-def]
+    choices = resolve(["none", "mask"]) + [Choice("orphaner", _Orphaner())]  # type: ignore[arg-type]
+    with pytest.raises(CtxsimError, match="orphan its tool result"):
+        replay_choices(trace, "t.jsonl", choices, Options(jobs=2))
+
+
+def _square(i: int) -> int:
+    if i == 3:
+        raise CtxsimError("task 3 failed")
+    return i * i
+
+
+@needs_fork
+def test_run_ordered_keeps_task_order_and_reports_each() -> None:
+    done: list[int] = []
+    assert run_ordered(lambda i: i * i, 7, 2, lambda i, _: done.append(i)) == [i * i for i in range(7)]
+    assert done == list(range(7))
+    with pytest.raises(CtxsimError, match="task 3 failed"):
+        run_ordered(_square, 5, 2)
+
+
+def test_plan_jobs() -> None:
+    assert plan_jobs(None, 8, MIN_PARALLEL_REQUESTS - 1) == 1  # small work: workers cost more than they save
+    assert plan_jobs(None, 1, 10 * MIN_PARALLEL_REQUESTS) == 1  # one run: nothing to share
+    assert plan_jobs(1, 8, 10 * MIN_PARALLEL_REQUESTS) == 1
+    if can_fork():
+        assert plan_jobs(4, 3, 10) == 3  # never more workers than runs
+        assert plan_jobs(None, 8, 10 * MIN_PARALLEL_REQUESTS) >= 1
+
+
+def test_jobs_below_one_is_refused(tmp_path: Path, trace) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "t.jsonl"
+    with path.open("w", encoding="utf-8") as out:
+        write(trace, out)
+    res = CliRunner().invoke(app, ["compare", str(path), "--policies", "clear", "-j", "0"])
+    assert res.exit_code == 2
+    assert "--jobs must be at least 1" in res.output
