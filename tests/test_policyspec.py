@@ -93,6 +93,17 @@ def test_compare_cli_table_and_bad_policy(tmp_path: Path, tiny_records):
     assert bad.exit_code == 2 and "'keep' must be int" in bad.stderr
 
 
+def test_compare_output_json_file_is_the_run_artefact_alone(tmp_path: Path, tiny_records):
+    from ctxsim.run import RunResult
+
+    trace = write_jsonl(tmp_path / "t.jsonl", tiny_records)
+    out = tmp_path / "runs" / "main.json"
+    result = CliRunner().invoke(app, ["compare", str(trace), "--policies", "clear:trigger=10,keep=0", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.is_file() and sorted(p.name for p in out.parent.iterdir()) == ["main.json"]  # no bundle beside it
+    assert [r.policy["label"] for r in RunResult.load(out).runs] == ["none", "clear:trigger=10,keep=0"]
+
+
 def test_replay_calibrate_records_the_fit(tmp_path: Path):
     """`--calibrate` fits the hidden prefix from recorded usage and puts the fit in the manifest."""
     from ctxsim.counting import Framing, MessageSizer
