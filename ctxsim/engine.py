@@ -216,7 +216,7 @@ class Replayer:
              cache: CacheModel, ts_s: float | None, prompt: int, output: int,
              shared: int, rewrite: bool, window: int) -> Row:
         answer = cache.request(history, ts_s)
-        real, warm = answer if isinstance(answer, tuple) else (answer, answer)
+        real, warm = (answer, answer) if isinstance(answer, CacheResult) else answer
         cost, cost_warm, cost_plain = self.pricer.costs(_bill(prompt, real, output), _bill(prompt, warm, output),
                                                         ts_s)
         usage = message.usage

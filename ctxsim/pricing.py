@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal
 from importlib.metadata import version
-from typing import Any
+from typing import Any, NamedTuple
 
 from genai_prices import Usage, data_snapshot
 from genai_prices.types import TieredPrices
@@ -49,9 +49,8 @@ def price_data_latest_change() -> str | None:
     return latest.isoformat() if latest else None
 
 
-@dataclass(frozen=True, slots=True)
-class Bill:
-    """Tokens of one request as the provider bills them (inclusive input)."""
+class Bill(NamedTuple):
+    """Tokens of one request as the provider bills them (inclusive input); a tuple, made twice per request."""
 
     input_tokens: int
     cache_read_tokens: int = 0
