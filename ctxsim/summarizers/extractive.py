@@ -17,6 +17,11 @@ What it keeps:
 
 Its output uses the same markers, one fact per line, so summarising a summary keeps every
 marker line it had (the notes part is not re-read: the caller passes the current notes again).
+
+Cost. A compaction hands it every message it drops (hundreds of kilobytes of tool output), so the
+costly patterns run only where they can match: error lines only on the lines holding `Error: ` or
+`Exception: ` (every error line does; one scan in C finds them), paths only in argument strings
+holding a `/` (every path does). The results are exactly those of matching everywhere.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ctxsim.model import Message, ToolCall
-from ctxsim.policies.clear import ERROR_LINE
+from ctxsim.policies.clear import error_lines
 
 MARKERS = ("TASK", "USER", "DECISION", "TODO", "DONE", "ERROR", "FILE")
 MARKER = re.compile(r"(TASK|USER|DECISION|TODO|DONE|ERROR|FILE): (.+)")
@@ -52,18 +57,26 @@ def one_line(text: str) -> str:
 
 def paths_in_arguments(arguments: Any, key: str | None = None) -> Iterator[str]:
     """File paths in a tool call's arguments: values of path-like keys, and paths inside strings."""
-    if isinstance(arguments, Mapping):
+    found: list[str] = []
+    _collect_paths(arguments, key, found)
+    return iter(found)
+
+
+def _collect_paths(arguments: Any, key: str | None, out: list[str]) -> None:
+    """`paths_in_arguments`, appended to `out` (plain dicts and strings take the short way)."""
+    kind = type(arguments)
+    if kind is dict or (kind is not str and isinstance(arguments, Mapping)):
         for k, v in arguments.items():
-            yield from paths_in_arguments(v, str(k).lower())
-    elif isinstance(arguments, (list, tuple)):
+            _collect_paths(v, str(k).lower(), out)
+    elif kind is list or kind is tuple or (kind is not str and isinstance(arguments, (list, tuple))):
         for v in arguments:
-            yield from paths_in_arguments(v, key)
-    elif isinstance(arguments, str):
+            _collect_paths(v, key, out)
+    elif kind is str or isinstance(arguments, str):
         value = arguments.strip()
         if key in PATH_KEYS and value and "\n" not in value and len(value) < 300:
-            yield value
-        else:
-            yield from PATH.findall(arguments)
+            out.append(value)
+        elif "/" in arguments:  # every PATH match holds one
+            out.extend(PATH.findall(arguments))
 
 
 def file_key(text: str) -> str:
@@ -103,27 +116,21 @@ class ExtractiveSummarizer:
         todos: dict[str, None] = {}
         errors: dict[str, int | None] = {}
         files: dict[str, str] = {}
-        first: int | None = None
+        first: int | None = None  # the span of turns covered: the lowest and the highest seen
         last: int | None = None
-
-        def span(lo: int | None, hi: int | None) -> None:
-            nonlocal first, last
-            if lo is not None:
-                first = lo if first is None else min(first, lo)
-            if hi is not None:
-                last = hi if last is None else max(last, hi)
 
         for message, turn in zip(messages, turns, strict=True):
             role = message.role
+            lo = hi = turn
             if role == "summary":
                 header = HEADER.search(message.content)
                 if header:
-                    span(int(header.group(1)), int(header.group(2)))
-                    turn = turn if turn is not None else int(header.group(2))
-                else:
-                    span(turn, turn)
-            else:
-                span(turn, turn)
+                    lo, hi = int(header.group(1)), int(header.group(2))
+                    turn = turn if turn is not None else hi
+            if lo is not None and (first is None or lo < first):
+                first = lo
+            if hi is not None and (last is None or hi > last):
+                last = hi
             if role == "user":
                 text = one_line(message.content)
                 if not text:
@@ -157,13 +164,13 @@ class ExtractiveSummarizer:
                     elif kind == "FILE":
                         _touch(files, file_key(text), text)
             elif role == "tool":
-                for match in ERROR_LINE.finditer(message.content):
-                    _touch(errors, match.group(0), turn)
+                for error in error_lines(message.content):
+                    _touch(errors, error, turn)
                 call = known_calls.get(message.tool_call_id or "")
                 if call is not None:
                     tool = message.name or call.name
+                    when = f" at turn {turn}" if turn is not None else ""
                     for path in paths_in_arguments(call.arguments):
-                        when = f" at turn {turn}" if turn is not None else ""
                         _touch(files, path, f"{path}, last {tool}{when}")
 
         lines = [_header(first, last)]
