@@ -46,9 +46,11 @@ Scorer = Callable[[frozenset[str], frozenset[str]], float]
 
 
 def words(text: str) -> frozenset[str]:
-    if text.isascii():  # lowering first gives the same words, at C speed
-        return frozenset(WORD.findall(text.lower()))
-    return frozenset(w.lower() for w in WORD.findall(text))
+    if not text.isascii():
+        # WORD matches ASCII only, so any other character just separates words, as "?" does;
+        # lowering the ASCII text then gives the same words, lowered, at C speed.
+        text = text.encode("ascii", "replace").decode("ascii")
+    return frozenset(WORD.findall(text.lower()))
 
 
 def _lexical(query: frozenset[str], doc: frozenset[str]) -> float:
@@ -155,8 +157,11 @@ class ScoredPolicy:
     has a fixed tier; such units are kept in one list per tier, in history order. Within a tier
     the score is at least `tier_bias + recency_weight * recency`, which grows with the position,
     so the lists are merged lowest bound first and a unit's full score (its relevance) is computed
-    only when its bound is below the scores still to beat. Each request looks at what arrived
-    since the previous one, the recent turns, and the units it scores; not at the whole history.
+    only when its bound is below the scores still to beat. The units of the recent turns are
+    rebuilt every request but wait in the heap under their bound too, scored only if it comes
+    up (their relevance would be new each time, and they are rarely the lowest). Each request
+    looks at what arrived since the previous one, the recent turns, and the units it scores;
+    not at the whole history.
     When the history changed in a way the lists do not follow (another stage edited it, a tool
     result arrived for an old call, a turn it counted as recent was evicted) they are rebuilt
     from the history once. With weights or a relevance scorer that could make a score fall
@@ -168,7 +173,8 @@ class ScoredPolicy:
     def __init__(self, params: ScoredParams) -> None:
         self.params = params
         p = params
-        self._words: dict[int, tuple[Item, frozenset[str]]] = {}
+        self._words: dict[int, tuple[Item, str, frozenset[str]]] = {}  # id(item) -> item, its text, words
+        self._texts: dict[str, frozenset[str]] = {}  # text -> words, for the items in _words
         self._bounded = (p.relevance in BUILTIN_SCORERS and p.recency_weight >= 0 and p.relevance_weight >= 0
                          and all(math.isfinite(x) for x in (*p.tier_bias, p.recency_weight, p.relevance_weight)))
         self._history: History | None = None
@@ -178,12 +184,18 @@ class ScoredPolicy:
     def _item_words(self, item: Item) -> frozenset[str]:
         hit = self._words.get(id(item))
         if hit is not None and hit[0] is item:
-            return hit[1]
+            return hit[2]
         m = item.message
-        calls = [f"{c.name} {arguments_text(c.arguments)}" for c in m.tool_calls]
-        text = " ".join([m.content, m.thinking or "", *calls])
-        found = words(text)
-        self._words[id(item)] = (item, found)
+        if m.tool_calls or m.thinking:
+            calls = [f"{c.name} {arguments_text(c.arguments)}" for c in m.tool_calls]
+            text = " ".join([m.content, m.thinking or "", *calls])
+        else:  # joining would only add a separator; the content keeps its hash for the look-up
+            text = m.content
+        # Tool outputs recur (the same file read again): their words are found once.
+        found = self._texts.get(text)
+        if found is None:
+            found = self._texts[text] = words(text)
+        self._words[id(item)] = (item, text, found)
         return found
 
     def budget(self, ctx: Context) -> int:
@@ -219,9 +231,10 @@ class ScoredPolicy:
     # ------------------------------------------------------------ what the policy keeps per session
     def _reset(self, history: History | None) -> None:
         if history is not self._history:
-            self._words = {}
+            self._words, self._texts = {}, {}
         else:  # a rebuild: forget the words of items no longer in the history
             self._words = {k: v for k, v in self._words.items() if v[0].alive}
+            self._texts = {text: found for _, text, found in self._words.values()}
         self._history = history
         self._done: Item | None = None  # the last item whose unit was filed (or found never evictable)
         self._lists: dict[int, list[_Unit]] = {1: [], 2: [], 3: [], 4: []}  # filed units by tier, history order
@@ -302,15 +315,23 @@ class ScoredPolicy:
                 out.append(result)
         return tuple(out)
 
-    def _score(self, unit: _Unit, tier: int, n: int, query: frozenset[str]) -> float:
-        p = self.params
+    def _relevance(self, unit: _Unit, query: frozenset[str]) -> float:
+        """The unit's relevance to `query`, kept until the query changes."""
         if unit.query is not query:
-            if unit.doc is None:
-                unit.doc = frozenset().union(*(self._item_words(it) for it in unit.members))
+            scorer = SCORERS[self.params.relevance]
+            if scorer is _lexical and query:
+                # The same share, counted member by member: the union of a tool output's words
+                # with its call's costs more than meeting the few query words in each.
+                hits: set[str] = set()
+                for it in unit.members:
+                    hits |= query & self._item_words(it)
+                unit.relevance = len(hits) / len(query)
+            else:
+                if unit.doc is None:
+                    unit.doc = frozenset().union(*(self._item_words(it) for it in unit.members))
+                unit.relevance = scorer(query, unit.doc)
             unit.query = query
-            unit.relevance = SCORERS[p.relevance](query, unit.doc)
-        recency = unit.head.pos / (n - 1) if n > 1 else 1.0
-        return p.tier_bias[tier] + p.recency_weight * recency + p.relevance_weight * unit.relevance
+        return unit.relevance
 
     # ------------------------------------------------------------ deciding
     def decide(self, ctx: Context) -> Sequence[Edit]:
@@ -381,9 +402,12 @@ class ScoredPolicy:
                     self._lists[tier].append(_Unit(item, members, sum(it.tokens for it in members), filed=True))
             self._done = item
             i += 1
-        # The recent units (and, without the bound, all of them): scored now.
+        # The recent units (and, without the bound, all of them). With the bound, a unit enters the
+        # heap keyed by its bound and is scored when that key reaches the top, then pushed back: a
+        # score is never below its bound, so units still leave in (score, position) order.
         query = self._item_words(self._last_user) if self._last_user is not None else frozenset()
-        heap: list[tuple[float, int, int, _Unit]] = []
+        bias, weight, rel_weight = p.tier_bias, p.recency_weight, p.relevance_weight
+        heap: list[tuple[float, int, int, _Unit, bool]] = []  # (score or bound, position, tier, unit, scored)
         for j in range(i, n):
             item = items[j]
             if self._attached(history, item):  # scored with its call
@@ -399,47 +423,58 @@ class ScoredPolicy:
                 tier = min(tier, t)
             if tier:
                 unit = _Unit(item, members, sum(it.tokens for it in members))
-                heap.append((self._score(unit, tier, n, query), item.pos, tier, unit))
+                # The score's first two terms, added as `scores` adds them: score = bound + relevance term.
+                bound = bias[tier] + weight * (j / (n - 1) if n > 1 else 1.0)
+                if self._bounded:
+                    heap.append((bound, j, tier, unit, False))
+                else:
+                    heap.append((bound + rel_weight * self._relevance(unit, query), j, tier, unit, True))
         heapq.heapify(heap)
-        # The filed units: lowest bound first, scored while the bound is not above the best score.
-        bias, weight = p.tier_bias, p.recency_weight
+        # The filed units: the tier lists merged lowest bound first (ties: lowest tier), each unit
+        # checked, scored and moved to the heap while its bound is not above the heap's lowest key.
+        # The units taken are those with a bound up to the last score evicted, whichever order the
+        # heap scores its entries in, so the check below sees the same units as scoring eagerly.
         lists, front = self._lists, self._front
         for t, units_t in lists.items():
             if self._dead[t] * 2 > len(units_t) - front[t]:
                 lists[t] = [u for u in units_t[front[t]:] if u.alive]
                 front[t], self._dead[t] = 0, 0
-        cursor = dict(front)
-        bounds: dict[int, float] = {}
-
-        def advance(t: int) -> None:
-            units_t, k = lists[t], cursor[t]
+        bounds: list[tuple[float, int, int]] = []  # (bound of a list's next unit, tier, its index), a heap
+        for t, units_t in lists.items():
+            k = front[t]
             while k < len(units_t) and not units_t[k].alive:
                 k += 1
-            cursor[t] = k
+            self._dead[t] -= k - front[t]
+            front[t] = k
             if k < len(units_t):
-                recency = units_t[k].head.pos / (n - 1) if n > 1 else 1.0
-                bounds[t] = bias[t] + weight * recency
-            else:
-                bounds.pop(t, None)
-
-        for t in lists:
-            advance(t)
-            while front[t] < cursor[t] and not lists[t][front[t]].alive:
-                front[t] += 1
-                self._dead[t] -= 1
+                bounds.append((bias[t] + weight * (units_t[k].head.pos / (n - 1) if n > 1 else 1.0), t, k))
+        heapq.heapify(bounds)
         evicted: list[tuple[_Unit, int]] = []
+        heappush, heappop = heapq.heappush, heapq.heappop
         while total > budget:
-            while bounds and (not heap or heap[0][0] >= min(bounds.values())):
-                t = min(bounds, key=lambda k: (bounds[k], k))
-                unit = lists[t][cursor[t]]
-                if any(not it.alive for it in unit.members):
-                    return None  # an item edited behind the lists' back
-                heapq.heappush(heap, (self._score(unit, t, n, query), unit.head.pos, t, unit))
-                cursor[t] += 1
-                advance(t)
+            while bounds and (not heap or heap[0][0] >= bounds[0][0]):
+                bound, t, k = bounds[0]
+                units_t = lists[t]
+                unit = units_t[k]
+                for it in unit.members:
+                    if not it.alive:
+                        return None  # an item edited behind the lists' back
+                rel = unit.relevance if unit.query is query else self._relevance(unit, query)
+                heappush(heap, (bound + rel_weight * rel, unit.head.pos, t, unit, True))
+                k += 1
+                while k < len(units_t) and not units_t[k].alive:
+                    k += 1
+                if k < len(units_t):
+                    recency = units_t[k].head.pos / (n - 1) if n > 1 else 1.0
+                    heapq.heapreplace(bounds, (bias[t] + weight * recency, t, k))
+                else:
+                    heappop(bounds)
             if not heap:
                 break
-            _, _, t, unit = heapq.heappop(heap)
+            key, pos, t, unit, scored = heappop(heap)
+            if not scored:  # a recent unit's bound: score it and let it compete again
+                heappush(heap, (key + rel_weight * self._relevance(unit, query), pos, t, unit, True))
+                continue
             evicted.append((unit, t))
             total -= unit.size
         for unit, t in evicted:
