@@ -11,9 +11,8 @@ total at most 8x.
 Each policy gets specs that make it act early on both synthetic traces (the coding profile, every
 assistant message given some thinking so that `clear_thinking` acts too). What a policy reads
 from its own state is not counted; the policies keep only what is bounded by the context or by
-what arrived since they last decided. The two known exceptions are marked xfail (strict, so a
-fix shows): one in TurnClock (ctxsim.summarizers), one where a stateful policy follows another
-stage that edits the history at every request.
+what arrived since they last decided. The one known exception is marked xfail (strict, so a fix
+shows): a stateful policy that follows another stage editing the history at every request.
 """
 
 from __future__ import annotations
@@ -41,11 +40,7 @@ SPECS: dict[str, list[str]] = {
     "clear_thinking": ["clear_thinking"],
     "compact": ["compact:trigger=30000"],
     "hierarchical": ["hierarchical:checkpoint_every=5,epoch_every=3,era_every=2",
-                     pytest.param("hierarchical:checkpoint_every=5,epoch_every=0", marks=pytest.mark.xfail(
-                         strict=True, reason="ctxsim.summarizers.TurnClock.sync walks back over every summary "
-                         "(origin -1) at the tail of the history until it meets a message it has seen; "
-                         "without epochs the checkpoints pile up, so the request after each checkpoint "
-                         "reads them all"))],
+                     "hierarchical:checkpoint_every=5,epoch_every=0"],  # without epochs checkpoints pile up
     "mask": ["mask"],
     "notes": ["notes:max_tokens=100"],
     "pipeline": ["pipeline:stages=[clear:trigger=30000|compact:trigger=30000]", "ctxkit",

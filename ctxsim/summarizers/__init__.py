@@ -53,24 +53,19 @@ class TurnClock:
 
     An assistant message is the turn it answers; a tool result belongs to its call's turn; a user
     message belongs to the turn it prompts (the next request). Items a policy inserted (origin -1)
-    have no turn here. The clock reads only the items appended since it last looked, so keeping
-    it in step costs what changed, not the whole history.
+    have no turn here. The clock reads the history's append log from where it last stopped, so
+    keeping it in step costs what arrived, whatever the policies removed or inserted meanwhile.
     """
 
     def __init__(self) -> None:
         self._turn: dict[int, int] = {}  # session index (Item.origin) -> turn
-        self._last_origin = -1
+        self._seen = 0  # how much of history.log has been read
         self._assistants = 0
 
     def sync(self, history: History) -> None:
-        fresh: list[Item] = []
-        for item in reversed(history.items):
-            if item.origin > self._last_origin:
-                fresh.append(item)
-            elif item.origin >= 0:
-                break
-        for item in reversed(fresh):
-            if item.origin in self._turn:
+        log = history.log  # every item the engine appended, in order; inserted ones are not there
+        for item in log[self._seen:]:
+            if item.origin < 0 or item.origin in self._turn:
                 continue
             role = item.message.role
             if role == "assistant":
@@ -81,7 +76,7 @@ class TurnClock:
             else:
                 turn = max(self._assistants, 1)
             self._turn[item.origin] = turn
-            self._last_origin = max(self._last_origin, item.origin)
+        self._seen = len(log)
 
     def turn(self, item: Item) -> int | None:
         return self._turn.get(item.origin) if item.origin >= 0 else None
