@@ -26,7 +26,7 @@ prompt that stays yellow is compressed again at every request, as in the seed.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ctxsim.history import Edit, History, SideCall, Splice
@@ -81,9 +81,12 @@ def turn_starts(history: History) -> list[int]:
     return out
 
 
-def summary_text(messages: Sequence[Message], line_chars: int) -> str:
-    """Extractive summary: earlier summaries whole, then the first line of every other message."""
-    kept: list[str] = []
+def summary_parts(messages: Sequence[Message], line_chars: int) -> tuple[list[str], dict[int, str]]:
+    """The parts of `summary_text`, its head line first (the text is "\n".join of them), and where it took
+    over the body of an earlier summary (the text after its head line): part number -> that summary's text.
+    """
+    parts = [""]  # the head, written once the count is known
+    bodies: dict[int, str] = {}
     count = 0
     for m in messages:
         if m.role == "summary":  # kept whole, as one block of lines (not split: it can be long)
@@ -94,17 +97,26 @@ def summary_text(messages: Sequence[Message], line_chars: int) -> str:
             if head == SUMMARY_HEAD.format(count=number) and number.isdigit():
                 count += int(number)
                 if cut >= 0:
-                    kept.append(text[cut + 1:])
+                    bodies[len(parts)] = text
+                    parts.append(text[cut + 1:])
             else:
                 count += 1
-                kept.append(text)
+                parts.append(text)
             continue
         count += 1
         first = first_line(m.content)
-        calls = ", ".join(c.name for c in m.tool_calls)
-        label = m.role + (f" ({m.name})" if m.name else "") + (f" [calls {calls}]" if calls else "")
-        kept.append(f"- {label}: {first[:line_chars]}".rstrip())
-    return "\n".join([SUMMARY_HEAD.format(count=count)] + kept)
+        label = f"{m.role} ({m.name})" if m.name else m.role
+        calls = ", ".join(c.name for c in m.tool_calls) if m.tool_calls else ""
+        if calls:
+            label += f" [calls {calls}]"
+        parts.append(f"- {label}: {first[:line_chars]}".rstrip())
+    parts[0] = SUMMARY_HEAD.format(count=count)
+    return parts, bodies
+
+
+def summary_text(messages: Sequence[Message], line_chars: int) -> str:
+    """Extractive summary: earlier summaries whole, then the first line of every other message."""
+    return "\n".join(summary_parts(messages, line_chars)[0])
 
 
 # Split patterns (tiktoken's, for o200k_base and cl100k_base) under which a text's token count is the sum of
@@ -120,6 +132,19 @@ _ADDITIVE_AT_NEWLINE_DASH = frozenset({
 })
 
 
+@dataclass(frozen=True, slots=True)
+class _Pieces:
+    """A text as `text.split("\n-")` cuts it, reduced to what SummarySizer counts.
+
+    `first` and `last` are the first and the last piece (`last` is None when there is only one piece);
+    `middle` is the tokens of the pieces between, each counted as "-" + piece + "\n".
+    """
+
+    first: str
+    middle: int = 0
+    last: str | None = None
+
+
 class SummarySizer:
     """`ctx.size(message)` for a summary, counting each of its "- ..." lines once per session.
 
@@ -127,13 +152,21 @@ class SummarySizer:
     at every compression would count the same lines again and again. With an exact BPE tokenizer whose
     count adds up across a newline followed by "-" (see _ADDITIVE_AT_NEWLINE_DASH), the text is counted
     piece by piece, each distinct piece once; otherwise (other tokenizers, scaled framing) whole.
+
+    Given the parts `summary_parts` made, the whole text is never split: the pieces of a join follow from
+    those of its parts (`_joined`), and the body of the summary sized last is remembered as its pieces.
+    So when a summary takes the previous one over, only its new lines are split and looked up: O(new
+    lines) per compression, not O(the summary).
     """
 
     def __init__(self) -> None:
         self._counter: object = None
         self._pieces: dict[str, int] = {}  # a middle piece p -> tokens of "-" + p + "\n"
+        self._last: tuple[str, _Pieces] | None = None  # the text of the summary sized last, its body's pieces
 
-    def __call__(self, ctx: Context, message: Message) -> int:
+    def __call__(self, ctx: Context, message: Message, parts: Sequence[str] | None = None,
+                 bodies: Mapping[int, str] | None = None) -> int:
+        """The message's tokens; `parts` and `bodies` as `summary_parts` returns them for its text, if known."""
         sizer = getattr(ctx.size, "__self__", None)
         counter = getattr(sizer, "counter", None)
         framing = getattr(sizer, "framing", None)
@@ -142,17 +175,64 @@ class SummarySizer:
                 or framing.scale != 1.0 or message.thinking or message.tool_calls or message.extra_tokens):
             return ctx.size(message)
         if counter is not self._counter:
-            self._counter, self._pieces = counter, {}
+            self._counter, self._pieces, self._last = counter, {}, None
         count = counter.count  # type: ignore[union-attr]
-        pieces = message.content.split("\n-")
-        if len(pieces) == 1:
+        if parts is None or bodies is None:
+            whole = self._split(message.content)
+        else:
+            body: _Pieces | None = None
+            start = 1  # parts[start:k] are split together (message lines: short, and new)
+            for k, source in sorted(bodies.items()):
+                if k > start:
+                    body = self._joined(body, self._split("\n".join(parts[start:k])))
+                known = self._last  # the body of the summary sized last is known; another one is split
+                pieces = known[1] if known is not None and known[0] is source else self._split(parts[k])
+                body = self._joined(body, pieces)
+                start = k + 1
+            if start < len(parts):
+                body = self._joined(body, self._split("\n".join(parts[start:])))
+            whole = self._split(parts[0])
+            if body is not None:
+                whole = self._joined(whole, body)
+                self._last = (message.content, body)
+        if whole.last is None:
             return ctx.size(message)
-        memo = self._pieces
-        for piece in pieces[1:-1]:
-            if piece not in memo:
-                memo[piece] = count("-" + piece + "\n")
-        total = count(pieces[0] + "\n") + sum(map(memo.__getitem__, pieces[1:-1])) + count("-" + pieces[-1])
+        total = count(whole.first + "\n") + whole.middle + count("-" + whole.last)
         return ctx.size(replace(message, content="")) + total
+
+    def _middle(self, piece: str) -> int:
+        """Tokens of a middle piece, "-" + piece + "\n"."""
+        n = self._pieces.get(piece)
+        if n is None:
+            n = self._pieces[piece] = self._counter.count("-" + piece + "\n")  # type: ignore[attr-defined]
+        return n
+
+    def _split(self, text: str) -> _Pieces:
+        """The pieces of a text, each middle piece counted on its own (the memo serves a text seen again)."""
+        pieces = text.split("\n-")
+        if len(pieces) == 1:
+            return _Pieces(text)
+        return _Pieces(pieces[0], sum(map(self._middle, pieces[1:-1])), pieces[-1])
+
+    def _joined(self, a: _Pieces | None, b: _Pieces) -> _Pieces:
+        """The pieces of a + "\n" + b (b when there is no a).
+
+        "\n-" cannot overlap itself, so the cuts of the join are those of a, those of b, and one at the
+        joining newline when b starts with "-".
+        """
+        if a is None:
+            return b
+        if b.first.startswith("-"):  # a cut at the join: a's last piece becomes a middle one
+            inner = b.first[1:]
+            first, middle = a.first, (0 if a.last is None else a.middle + self._middle(a.last))
+            if b.last is None:
+                return _Pieces(first, middle, inner)
+            return _Pieces(first, middle + self._middle(inner) + b.middle, b.last)
+        if a.last is None:  # a's only piece and b's first are one piece
+            return _Pieces(a.first + "\n" + b.first, b.middle, b.last)
+        if b.last is None:
+            return _Pieces(a.first, a.middle, a.last + "\n" + b.first)
+        return _Pieces(a.first, a.middle + self._middle(a.last + "\n" + b.first) + b.middle, b.last)
 
 
 class ZonesPolicy:
@@ -213,8 +293,9 @@ class ZonesPolicy:
         calls: tuple[SideCall, ...] = ()
         if len(drop) >= 2 or (drop and history.items[drop[0]].message.role != "summary"):
             messages = [history.items[i].message for i in drop]
-            message = Message("summary", summary_text(messages, p.line_chars), ts=messages[-1].ts)
-            summary = history.item(message, inserted=True, tokens=self._summary_size(ctx, message))
+            parts, bodies = summary_parts(messages, p.line_chars)
+            message = Message("summary", "\n".join(parts), ts=messages[-1].ts)
+            summary = history.item(message, inserted=True, tokens=self._summary_size(ctx, message, parts, bodies))
             runs = _runs(drop)
             splices.append(Splice(runs[0][0], runs[0][1], (summary,)))
             splices.extend(Splice(a, b) for a, b in runs[1:])
