@@ -103,12 +103,14 @@ class TieredParams:
             raise ValueError("min_headroom_ratio must be in [0, 1]")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Entry:
     """A message of a working copy of the history.
 
     `index` is the history item it stands for (None for an inserted summary or
     marker); `same` says the item is unchanged (a truncated result is not).
+    Never changed once made (not frozen only because a compaction makes one per
+    message it looks at, and a frozen dataclass takes three times as long to make).
     """
 
     index: int | None
@@ -355,10 +357,10 @@ class TieredPolicy:
             self._samples += 1
             self._growth_sum += max(0, live - self._last_total)
         budget = self.budget(ctx)
-        ratio = self.effective_ratio(self.growth, budget)
         self._last_total = live
         if live <= budget:
             return ()
+        ratio = self.effective_ratio(self.growth, budget)
         target = self.target(budget, ratio)
         if self._watch.since(history) is None:  # new to us, or edited by another stage: nothing is settled
             self._settled = 0
@@ -412,12 +414,19 @@ class TieredPolicy:
         while settled < end and self._is_settled(units, settled):
             settled += 1
         self._settled = settled
-        items = history.items
-        region = [Entry(i, items[i]) for i in range(settled, end)]
+        region = list(map(Entry, range(settled, end), history.items[settled:end]))
         entries = _Seq(history, [(0, settled), region])
         if entries.total <= budget:
             return Compaction(entries, "none")
-        level1 = _Seq(history, [(0, settled), [self._truncated(ctx, e) for e in region]])
+        truncated = region  # level 1 changes only tool results; a copy once it changes one
+        for k, e in enumerate(region):
+            if e.item.message.role == "tool":
+                new = self._truncated(ctx, e)
+                if new is not e:
+                    if truncated is region:
+                        truncated = region.copy()
+                    truncated[k] = new
+        level1 = entries if truncated is region else _Seq(history, [(0, settled), truncated])
         if level1.total <= budget:
             return Compaction(level1, "truncate")
         level2 = self._summarize(ctx, level1, settled, units)
@@ -446,29 +455,37 @@ class TieredPolicy:
         # A call whose results sit past the boundary (a user message in between) is kept whole.
         late = {units.head(e.index) for e in entries.entries(boundary, n) if e.index is not None and _is_result(e)}
 
-        def kept(e: Entry) -> bool:  # a tool result level 2 must keep: pinned, or its call is kept
-            return e.index is not None and (units.protected(e.index) or units.head(e.index) in late)
+        protected, head = units.protected, units.head
 
+        def kept(e: Entry) -> bool:  # a tool result level 2 must keep: pinned, or its call is kept
+            return e.index is not None and (protected(e.index) or head(e.index) in late)
+
+        history = ctx.history
         out: list[Entry] = []
         work = list(entries.entries(settled, boundary))
+        size = len(work)
         i = 0
-        while i < len(work):
+        while i < size:
             e = work[i]
-            m = e.message
-            guarded = e.index is not None and (units.protected(e.index) or e.index in late)
-            if m.role == "assistant" and not guarded:
-                out.append(Entry(None, ctx.history.item(
+            m = e.item.message
+            role = m.role
+            # an assistant message not guarded (its unit pinned, or its results past the boundary) is summarised
+            if role == "assistant" and not (e.index is not None and (protected(e.index) or e.index in late)):
+                out.append(Entry(None, history.item(
                     Message("user", "[Summary] " + summary_of(m), ts=m.ts), origin=e.item.origin, inserted=True)))
                 i += 1
-                while i < len(work) and _is_result(work[i]) and not kept(work[i]):
+                while i < size and work[i].item.message.role == "tool":
+                    r = work[i].index  # its own results go with it: their unit is not guarded
+                    if r is not None and head(r) != e.index and kept(work[i]):
+                        break
                     i += 1
                 continue
-            if _is_result(e) and not kept(e):
+            if role == "tool" and not kept(e):
                 i += 1
                 continue
             out.append(e)
             i += 1
-        return _Seq(ctx.history, [(0, settled), out, *entries.slice(boundary, n)])
+        return _Seq(history, [(0, settled), out, *entries.slice(boundary, n)])
 
     def _marker(self, ctx: Context, ts: str | None) -> Entry:
         return Entry(None, ctx.history.item(Message("user", COMPACTION_MARKER, ts=ts), inserted=True))
