@@ -22,7 +22,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 # Below this many metered requests in all the runs together, workers cost more than they save.
-MIN_PARALLEL_REQUESTS = 20_000
+MIN_PARALLEL_REQUESTS = 5_000
 
 _task: Callable[[int], object] | None = None  # what the forked workers run (set just before forking)
 
