@@ -14,6 +14,7 @@ from ctxsim.formats import read_traces
 from ctxsim.model import Trace
 from ctxsim.parallel import plan_jobs, run_ordered
 from ctxsim.params import as_dict
+from ctxsim.policies import replay_weight
 from ctxsim.policyspec import Choice, resolve
 from ctxsim.run import RunResult, manifest
 from ctxsim.tokens import DEFAULT, TokenCounter, get_tokenizer, label
@@ -120,9 +121,11 @@ def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Opt
         if progress is not None and jobs > 1:  # a worker's run arrives whole
             progress(requests)
 
+    heaviest = sorted(range(len(tasks)), key=lambda i: -replay_weight(tasks[i][0].policy))
     notes: set[str] = set()
     runs: list[PolicyRun] = []
-    for (choice, provider, replayer), (run, run_notes) in zip(tasks, run_ordered(task, len(tasks), jobs, done)):
+    for (choice, provider, replayer), (run, run_notes) in zip(tasks, run_ordered(task, len(tasks), jobs, done,
+                                                                                 heaviest)):
         notes.update(run_notes)
         run.policy["label"] = choice.label if provider is None else f"{choice.label} @ {provider}"
         if choice.preset is not None:

@@ -49,34 +49,37 @@ def plan_jobs(jobs: int | None, tasks: int, work_requests: int) -> int:
     return max(1, min(available_cores(), tasks))
 
 
-def _run(index: int) -> object:
+def _run(index: int) -> tuple[int, object]:
     assert _task is not None
-    return _task(index)
+    return index, _task(index)
 
 
 def run_ordered(task: Callable[[int], T], count: int, jobs: int,
-                done: Callable[[int, T], None] | None = None) -> list[T]:
-    """`task(0) .. task(count - 1)` on `jobs` workers, in task order; `done(i, result)` as each arrives."""
-    results: list[T] = []
+                done: Callable[[int, T], None] | None = None, first: Sequence[int] | None = None) -> list[T]:
+    """`task(0) .. task(count - 1)` on `jobs` workers; the results in task order.
 
-    def finish(index: int, result: T) -> None:
-        results.append(result)
-        if done is not None:
-            done(index, result)
-
+    `done(i, result)` is called as each result arrives. With workers, tasks are handed out in the
+    order `first` gives (the heaviest first, so that no long task starts last and runs alone).
+    """
     if jobs <= 1:
+        results: list[T] = []
         for i in range(count):
-            finish(i, task(i))
+            results.append(task(i))
+            if done is not None:
+                done(i, results[-1])
         return results
     global _task
     _task = task
+    arrived: dict[int, T] = {}
     try:
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            for i, result in enumerate(pool.imap(_run, range(count), chunksize=1)):
-                finish(i, result)  # type: ignore[arg-type]
+            for i, result in pool.imap_unordered(_run, first or range(count), chunksize=1):
+                arrived[i] = result
+                if done is not None:
+                    done(i, result)
     finally:
         _task = None
-    return results
+    return [arrived[i] for i in range(count)]
 
 
 __all__: Sequence[str] = ["available_cores", "can_fork", "plan_jobs", "run_ordered", "MIN_PARALLEL_REQUESTS"]

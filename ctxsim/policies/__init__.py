@@ -90,5 +90,18 @@ def effective(policy: Policy) -> dict[str, Any]:
     return out
 
 
+def replay_weight(policy: Policy) -> float:
+    """About how long a replay under `policy` takes against one under `none`.
+
+    Read from the policy's class attribute `relative_cost` (measured with
+    benchmarks/bench_compare.py; 1 when a policy does not say), summed over a pipeline's stages.
+    Only the order matters: it hands the heaviest runs to worker processes first.
+    """
+    stages = getattr(policy, "stages", None)
+    if stages:
+        return sum(replay_weight(stage) for stage in stages)
+    return float(getattr(policy, "relative_cost", 1.0))
+
+
 def tool_result_items(history: History) -> list[tuple[int, Item]]:
     return [(i, it) for i, it in enumerate(history.items) if it.message.role == "tool"]

@@ -94,6 +94,7 @@ class ClearPolicy:
     """
 
     name = "clear"
+    relative_cost = 2.4  # replay time against `none`: see replay_weight
 
     def __init__(self, params: ClearParams) -> None:
         self.params = params
@@ -155,6 +156,10 @@ class ClearPolicy:
         stale = candidates[: len(candidates) - p.keep] if p.keep else candidates
         if not stale:
             return ()
+        if not p.clear_tool_inputs:  # what the stubs alone free decides; most requests stop here
+            freed = sum(item.tokens - self._stub(history, item).tokens for item in stale)
+            if freed < p.clear_at_least or freed <= 0:
+                return ()
         splices: list[Splice] = []
         holders: dict[int, tuple[Item, set[str]]] = {}
         freed = 0

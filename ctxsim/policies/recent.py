@@ -202,6 +202,7 @@ class RecentParams:
 
 class RecentPolicy:
     name = "recent"
+    relative_cost = 1.8  # replay time against `none`: see replay_weight
 
     def __init__(self, params: RecentParams) -> None:
         self.params = params

@@ -165,6 +165,7 @@ class TruncatePolicy:
     """
 
     name = "truncate"
+    relative_cost = 1.3  # replay time against `none`: see replay_weight
 
     def __init__(self, params: TruncateParams) -> None:
         self.params = params
