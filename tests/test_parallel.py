@@ -83,10 +83,23 @@ def _square(i: int) -> int:
 @needs_fork
 def test_run_ordered_keeps_task_order_and_reports_each() -> None:
     done: list[int] = []
-    assert run_ordered(lambda i: i * i, 7, 2, lambda i, _: done.append(i)) == [i * i for i in range(7)]
-    assert done == list(range(7))
+    squares = [i * i for i in range(7)]
+    assert run_ordered(lambda i: i * i, 7, 2, lambda i, _: done.append(i), first=[6, 5, 0, 1, 2, 3, 4]) == squares
+    assert sorted(done) == list(range(7))  # each reported once, as it arrived
+    done.clear()
+    assert run_ordered(lambda i: i * i, 7, 1, lambda i, _: done.append(i)) == squares
+    assert done == list(range(7))  # in-process: in task order
     with pytest.raises(CtxsimError, match="task 3 failed"):
         run_ordered(_square, 5, 2)
+
+
+def test_heavier_policies_are_handed_out_first() -> None:
+    from ctxsim.policies import replay_weight
+
+    weights = {c.label: replay_weight(c.policy) for c in resolve(["none", "scored", "clear", "ctxkit"])}
+    assert weights["none"] == 1.0
+    assert weights["scored"] > weights["clear"] > weights["none"]
+    assert weights["ctxkit"] > weights["clear"]  # a pipeline weighs its stages together
 
 
 def test_plan_jobs() -> None:
