@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from ctxsim.caching import CacheModel, CacheResult, CacheSpec, cache_spec
-from ctxsim.composition import HEAD, Composition
+from ctxsim.composition import Composition
 from ctxsim.counting import Framing, MessageSizer, blocks
-from ctxsim.history import History, SideCall
+from ctxsim.history import History, Item, SideCall
 from ctxsim.meter import EventRecord, Row, Totals
 from ctxsim.model import Message, Session, Trace, parse_ts
 from ctxsim.policies import Context, Policy, effective
@@ -92,6 +92,16 @@ class _RunState:
     composition: list[tuple[int, dict[str, int]]] = field(default_factory=list)
 
 
+class _Recorded(NamedTuple):
+    """What every run needs of one recorded message, worked out once per Replayer."""
+
+    tokens: int
+    blocks: int
+    ts_s: float | None
+    pinned: bool
+    column: str  # its composition column as it arrives
+
+
 @dataclass
 class _Ts:
     """Parse each distinct timestamp string once."""
@@ -116,20 +126,26 @@ class Replayer:
         self.setup = setup or Setup()
         self.resolved, self.pricer = resolve(trace, self.setup)
         self._ts = _Ts()
-        # Every run appends the same recorded messages: size each once, here, for all of them.
-        self._sizes: list[list[int]] = []
+        # Every run appends the same recorded messages: what the engine needs of each (size,
+        # content blocks, time, pinned, composition column) is worked out once, here, for all runs.
+        pin = set(self.setup.pin_tools)
+        self._recorded: list[list[_Recorded]] = []
         for session in trace.sessions:
             sizer.prime(session)
-            self._sizes.append([sizer.message(m) for m in session.messages])
+            self._recorded.append([
+                _Recorded(sizer.message(m), blocks(m), self._ts(m.ts) if m.ts else None,
+                          m.role == "system" or bool(m.extra.get("pinned")) or (m.role == "tool" and m.name in pin),
+                          f"tool:{m.name or 'unknown'}" if m.role == "tool" else m.role)
+                for m in session.messages])
 
     def run(self, policy: Policy, progress: Callable[[int], None] | None = None) -> PolicyRun:
         state = _RunState()
-        for session, sizes in zip(self.trace.sessions, self._sizes, strict=True):
-            self._session(session, sizes, policy, state, progress)
+        for session, recorded in zip(self.trace.sessions, self._recorded, strict=True):
+            self._session(session, recorded, policy, state, progress)
         totals = Totals.of(state.rows, len(state.events), self.resolved.window, self.setup.output_reserve)
         return PolicyRun(effective(policy), state.rows, state.events, totals, Composition.of(state.composition))
 
-    def _session(self, session: Session, sizes: list[int], policy: Policy, state: _RunState,
+    def _session(self, session: Session, recorded: list[_Recorded], policy: Policy, state: _RunState,
                  progress: Callable[[int], None] | None) -> None:
         sizer = self.sizer
         rows, events = state.rows, state.events
@@ -141,17 +157,19 @@ class Replayer:
         cache = spec.build(self.resolved.model_id)
         window = self.resolved.window
         reserve = self.setup.output_reserve
-        pin = set(self.setup.pin_tools)
         last_ts: float | None = None
         prev_items = 0  # messages in the previous request
         valid = 0  # of those, still unchanged
+        limits = ((window - reserve, "threshold", "the window minus the output reserve"),
+                  (window, "overflow", "the window"))
         crossed: set[int] = set()
         index = 0
+        append = history.append
+        composition = state.composition
         for origin, message in enumerate(session.messages):
+            size, n_blocks, ts_s, pinned, column = recorded[origin]
             if message.role != "assistant":
-                pinned = message.role == "system" or bool(message.extra.get("pinned")) or (
-                    message.role == "tool" and message.name in pin)
-                item = history.item(message, origin, sizes[origin], pinned=pinned)
+                item = Item(message, size, n_blocks, origin, pinned)
                 if appenders and not pinned:
                     ctx = Context(history, state.requests + 1, window, sizer.message, last_ts)
                     for stage in appenders:
@@ -160,14 +178,14 @@ class Replayer:
                             new = history.item(change.message, origin)
                             events.append(EventRecord(state.requests + 1, session.id, stage.name, change.kind,
                                                       change.note, 1, item.tokens, new.tokens))
-                            item = new
-                history.append(item)
-                last_ts = self._ts(message.ts) if message.ts else last_ts
+                            item, column = new, None  # its column: worked out again as it is appended
+                append(item, column)
+                last_ts = ts_s if ts_s is not None else last_ts
                 continue
             index += 1
             state.requests += 1
             number = state.requests
-            request_ts = last_ts if last_ts is not None else self._ts(message.ts)
+            request_ts = last_ts if last_ts is not None else ts_s
             before = history.prompt_tokens
             for stage in stages:
                 ctx = Context(history, number, window, sizer.message, request_ts, before)
@@ -180,23 +198,21 @@ class Replayer:
                     for call in edit.calls:
                         rows.append(self._side_row(number, session, call, message.ts, request_ts, window))
             prompt = history.prompt_tokens
-            state.composition.append((number, {HEAD: base, **history.composition}))
+            composition.append((number, history.composition.copy()))
             shared = history.prefix_tokens(min(valid, len(history))) if prev_items else 0
             rewrite = prev_items > 0 and valid < prev_items
-            size = sizes[origin]
             output = message.usage.output_tokens if message.usage and message.usage.output_tokens else size
             rows.append(self._row(number, session, index, message, history, cache, request_ts,
                                   prompt, output, shared, rewrite, window))
-            for limit, label in ((window - reserve, "the window minus the output reserve"), (window, "the window")):
+            for limit, kind, label in limits:
                 if prompt > limit and limit not in crossed:
                     crossed.add(limit)
-                    events.append(EventRecord(number, session.id, policy.name,
-                                              "overflow" if limit == window else "threshold",
+                    events.append(EventRecord(number, session.id, policy.name, kind,
                                               f"context {prompt:,} tokens passes {label} ({limit:,})"))
-            history.append(history.item(message, origin, tokens=size))
+            append(Item(message, size, n_blocks, origin), column)
             prev_items = len(history)
             valid = prev_items
-            last_ts = self._ts(message.ts) if message.ts else last_ts
+            last_ts = ts_s if ts_s is not None else last_ts
             if progress is not None:
                 progress(1)
 
@@ -220,17 +236,15 @@ class Replayer:
         cost, cost_warm, cost_plain = self.pricer.costs(_bill(prompt, real, output), _bill(prompt, warm, output),
                                                         ts_s)
         usage = message.usage
+        read = real.read_tokens
+        # Positional, in Row's field order: a keyword call costs three times as much, per request.
         return Row(
-            request=number, session=session.id, index=index, kind="request", ts=message.ts,
-            messages=len(history), input_tokens=prompt,
-            cache_read_tokens=real.read_tokens, cache_write_tokens=real.write_tokens,
-            cache_write_1h_tokens=real.write_1h_tokens,
-            uncached_tokens=prompt - real.read_tokens - real.write_tokens - real.write_1h_tokens,
-            output_tokens=output, context_tokens=prompt, headroom_tokens=window - prompt,
-            shared_prefix_tokens=shared, rewrite=rewrite, warm_cache_read_tokens=warm.read_tokens,
-            cost_usd=cost, cost_warm_usd=cost_warm, cost_nocache_usd=cost_plain,
-            recorded_input_tokens=usage.input_tokens if usage else None,
-            recorded_cache_read_tokens=usage.cache_read_tokens if usage else None,
+            number, session.id, index, "request", message.ts, len(history),
+            prompt, read, real.write_tokens, real.write_1h_tokens,
+            prompt - read - real.write_tokens - real.write_1h_tokens,  # uncached
+            output, prompt, window - prompt,  # output, context, headroom
+            shared, rewrite, warm.read_tokens, cost, cost_warm, cost_plain,
+            usage.input_tokens if usage else None, usage.cache_read_tokens if usage else None,
         )
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
-from ctxsim.composition import category
+from ctxsim.composition import HEAD, category
 from ctxsim.errors import CtxsimError
 from ctxsim.model import Message
 
@@ -100,7 +100,8 @@ class History:
         self._blocks = blocker
         self._holder: dict[str, Item] = {}  # tool call id -> assistant item holding it
         self._result: dict[str, Item] = {}  # tool call id -> its result item
-        self.composition: dict[str, int] = {}  # tokens of the messages by column (ctxsim.composition)
+        # Tokens of the prompt by column (ctxsim.composition), the head (tools + system) included.
+        self.composition: dict[str, int] = {HEAD: base_tokens}
         # Every item ever appended, in order (items a policy splices in are not logged). A policy
         # that keeps state reads `log[seen:]` to learn what arrived since it last decided: O(new).
         self.log: list[Item] = []
@@ -135,14 +136,15 @@ class History:
         size = self._size(message) if tokens is None else tokens
         return Item(message, size, self._blocks(message), origin, **flags)  # type: ignore[arg-type]
 
-    def append(self, item: Item) -> None:
+    def append(self, item: Item, column: str | None = None) -> None:
+        """Add `item` at the end; `column` is its composition column when the caller knows it."""
         item.pos = len(self.items)
         self.log.append(item)
         self.items.append(item)
         self._cum_tokens.append(self._cum_tokens[-1] + item.tokens)
         self._cum_blocks.append(self._cum_blocks[-1] + item.blocks)
         self._index(item)
-        key = category(item)
+        key = column or category(item)
         self.composition[key] = self.composition.get(key, 0) + item.tokens
 
     def _index(self, item: Item) -> None:

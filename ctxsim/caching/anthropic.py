@@ -57,6 +57,7 @@ class AnthropicCache:
         self._bounds: list[int] = []  # the entries' boundaries, sorted
         self._rules: dict | None = None
         self._resolved: tuple[int, int, float] | None = None
+        self._usual = params.breakpoints in (("system", "last"), ("last", "system"))  # what agents do
 
     def _rule(self, ts_s: float | None) -> dict:
         if self._rules is None:
@@ -70,6 +71,8 @@ class AnthropicCache:
         del self._bounds[cut:]
 
     def _positions(self, n: int) -> list[int]:
+        if self._usual:
+            return [0, n] if n else [0]
         points = set()
         for name in self.params.breakpoints:
             if name == "system":
