@@ -19,7 +19,7 @@ from ctxsim.caching import CacheModel, CacheResult, CacheSpec, cache_spec
 from ctxsim.composition import Composition
 from ctxsim.counting import Framing, MessageSizer, blocks
 from ctxsim.history import History, Item, SideCall
-from ctxsim.meter import EventRecord, Row, Totals
+from ctxsim.meter import EventRecord, Row, Totals, rows_from_columns, rows_to_columns
 from ctxsim.model import Message, Session, Trace, parse_ts
 from ctxsim.policies import Context, Policy, effective
 from ctxsim.pricing import Bill, Pricer
@@ -82,6 +82,14 @@ class PolicyRun:
     events: list[EventRecord]
     totals: Totals
     composition: Composition | None = None
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return _policy_run, (self.policy, rows_to_columns(self.rows), self.events, self.totals, self.composition)
+
+
+def _policy_run(policy: dict[str, Any], columns: list[list[Any]], events: list[EventRecord], totals: Totals,
+                composition: Composition | None) -> PolicyRun:
+    return PolicyRun(policy, rows_from_columns(columns), events, totals, composition)
 
 
 @dataclass

@@ -42,11 +42,6 @@ class Row:
     recorded_input_tokens: int | None = None
     recorded_cache_read_tokens: int | None = None
 
-    def __reduce__(self) -> tuple[type[Row], tuple[Any, ...]]:
-        # Rows travel back from worker processes by the thousand: as plain argument tuples they
-        # pickle and load about twice as fast as through the slots state protocol.
-        return Row, _row_values(self)
-
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         for key in ("cost_usd", "cost_warm_usd", "cost_nocache_usd"):
@@ -61,7 +56,26 @@ class Row:
         return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
 
 
-_row_values = attrgetter(*(f.name for f in fields(Row)))
+_ROW_FIELDS = tuple(f.name for f in fields(Row))
+_MONEY = frozenset(("cost_usd", "cost_warm_usd", "cost_nocache_usd"))
+
+
+def rows_to_columns(rows: list[Row]) -> list[list[Any]]:
+    """Rows as one list per field, money as text: how runs travel back from worker processes.
+
+    Lists of ints and strings pickle in C; thousands of row objects and Decimals do not (this
+    halves the time a run takes to send and to load).
+    """
+    columns = []
+    for name in _ROW_FIELDS:
+        values = list(map(attrgetter(name), rows))
+        columns.append(list(map(str, values)) if name in _MONEY else values)
+    return columns
+
+
+def rows_from_columns(columns: list[list[Any]]) -> list[Row]:
+    values = [list(map(Decimal, col)) if name in _MONEY else col for name, col in zip(_ROW_FIELDS, columns, strict=True)]
+    return [Row(*row) for row in zip(*values)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,10 +2,11 @@
 
 A compare replays one trace under many policies; the runs share nothing but the
 trace and its token counts, which the parent has already computed. On Linux the
-runs are handed to forked worker processes: each inherits the parsed trace and
-the primed token memo by copy-on-write, so nothing is re-read or re-tokenized,
-and only the finished runs travel back (pickled). Results come back in task
-order, so the output does not depend on how many workers ran them.
+parent forks worker processes and works alongside them: each worker inherits the
+parsed trace and the primed token memo by copy-on-write, so nothing is re-read
+or re-tokenized, and only the runs a worker finished travel back (pickled).
+Results come back in task order, so the output does not depend on how many
+processes ran them.
 
 Elsewhere (macOS, Windows: no safe `fork`), or for small jobs where starting
 workers costs more than it saves, the runs go one after the other in-process.
@@ -17,14 +18,17 @@ import multiprocessing
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from queue import Empty
+from typing import Any, TypeVar
+
+from ctxsim.errors import CtxsimError
 
 T = TypeVar("T")
 
 # Below this many metered requests in all the runs together, workers cost more than they save.
 MIN_PARALLEL_REQUESTS = 5_000
 
-_task: Callable[[int], object] | None = None  # what the forked workers run (set just before forking)
+_task: Callable[[int], Any] | None = None  # what the forked workers run (set just before forking)
 
 
 def available_cores() -> int:
@@ -49,17 +53,52 @@ def plan_jobs(jobs: int | None, tasks: int, work_requests: int) -> int:
     return max(1, min(available_cores(), tasks))
 
 
-def _run(index: int) -> tuple[int, object]:
+def _take(order: Sequence[int], cursor: Any) -> int | None:
+    """The next task to run, or None when all are taken (`cursor` is shared by all processes)."""
+    with cursor.get_lock():
+        at = cursor.value
+        if at >= len(order):
+            return None
+        cursor.value = at + 1
+    return order[at]
+
+
+def _worker(order: Sequence[int], cursor: Any, results: Any) -> None:
+    """A forked process: take tasks until none are left, send each result (or the error) back."""
     assert _task is not None
-    return index, _task(index)
+    while (index := _take(order, cursor)) is not None:
+        try:
+            results.put((index, True, _task(index)))  # pickled by the queue's feeder thread
+        except BaseException as exc:  # noqa: BLE001 - sent to the parent, which raises it
+            results.put((index, False, exc))
+            return
+    # Leaving the process flushes the queue's feeder thread: every result is in the pipe first.
+
+
+def _collect(queue: Any, workers: Sequence[Any], finish: Callable[[int, Any], None]) -> None:
+    """Wait for the next result from a worker; fail, never hang, when no worker is left to send it."""
+    while True:
+        try:
+            index, ok, payload = queue.get(timeout=0.2)
+        except Empty:
+            if all(not w.is_alive() for w in workers) and queue.empty():
+                codes = ", ".join(str(w.exitcode) for w in workers)
+                raise CtxsimError(f"a worker process ended without its results (exit codes {codes})") from None
+            continue
+        if not ok:
+            raise payload
+        finish(index, payload)
+        return
 
 
 def run_ordered(task: Callable[[int], T], count: int, jobs: int,
                 done: Callable[[int, T], None] | None = None, first: Sequence[int] | None = None) -> list[T]:
-    """`task(0) .. task(count - 1)` on `jobs` workers; the results in task order.
+    """`task(0) .. task(count - 1)` on `jobs` processes (this one and jobs - 1 forked); results in task order.
 
-    `done(i, result)` is called as each result arrives. With workers, tasks are handed out in the
-    order `first` gives (the heaviest first, so that no long task starts last and runs alone).
+    Tasks are taken in the order `first` gives (the heaviest first, so that no long task starts
+    last and runs alone), by whichever process is free; this process takes its share too, so its
+    results never travel. `done(i, result)` is called as each result arrives. An error in a
+    worker is raised here; a worker that dies without a word is an error, never a hang.
     """
     if jobs <= 1:
         results: list[T] = []
@@ -69,16 +108,35 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
                 done(i, results[-1])
         return results
     global _task
-    _task = task
+    context = multiprocessing.get_context("fork")
+    order = list(first if first is not None else range(count))
+    cursor = context.Value("l", 0)
+    queue = context.Queue()
     arrived: dict[int, T] = {}
+
+    def finish(index: int, result: T) -> None:
+        arrived[index] = result
+        if done is not None:
+            done(index, result)
+
+    _task = task
+    workers = [context.Process(target=_worker, args=(order, cursor, queue), daemon=True) for _ in range(jobs - 1)]
     try:
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            for i, result in pool.imap_unordered(_run, first or range(count), chunksize=1):
-                arrived[i] = result
-                if done is not None:
-                    done(i, result)
+        for worker in workers:
+            worker.start()
+        while (index := _take(order, cursor)) is not None:
+            finish(index, task(index))
+        # Only now read the workers' results: reading earlier makes a worker pickle while it still
+        # computes (its queue's feeder thread takes the interpreter lock from it), which is slower.
+        while len(arrived) < count:
+            _collect(queue, workers, finish)
     finally:
         _task = None
+        for worker in workers:
+            if worker.is_alive():
+                worker.terminate()
+            worker.join()
+        queue.close()
     return [arrived[i] for i in range(count)]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -100,6 +102,22 @@ def test_heavier_policies_are_handed_out_first() -> None:
     assert weights["none"] == 1.0
     assert weights["scored"] > weights["clear"] > weights["none"]
     assert weights["ctxkit"] > weights["clear"]  # a pipeline weighs its stages together
+
+
+_PARENT = os.getpid()
+
+
+def _dies_in_a_worker(i: int) -> int:
+    if os.getpid() != _PARENT:
+        os._exit(3)  # as a worker killed by the system would: no result, no error
+    time.sleep(0.05)  # the worker takes a task meanwhile
+    return i
+
+
+@needs_fork
+def test_a_worker_that_dies_is_an_error_not_a_hang() -> None:
+    with pytest.raises(CtxsimError, match=r"worker process ended without its results \(exit codes 3\)"):
+        run_ordered(_dies_in_a_worker, 4, 2)
 
 
 def test_plan_jobs() -> None:
