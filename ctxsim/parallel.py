@@ -100,6 +100,12 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
     results never travel. `done(i, result)` is called as each result arrives. An error in a
     worker is raised here; a worker that dies without a word is an error, never a hang.
     """
+    if jobs > 1:
+        context = multiprocessing.get_context("fork")
+        try:  # a shared counter and a queue need POSIX semaphores, which some sandboxes lack
+            cursor, queue = context.Value("l", 0), context.Queue()
+        except OSError:
+            jobs = 1
     if jobs <= 1:
         results: list[T] = []
         for i in range(count):
@@ -108,10 +114,7 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
                 done(i, results[-1])
         return results
     global _task
-    context = multiprocessing.get_context("fork")
     order = list(first if first is not None else range(count))
-    cursor = context.Value("l", 0)
-    queue = context.Queue()
     arrived: dict[int, T] = {}
 
     def finish(index: int, result: T) -> None:
