@@ -96,6 +96,9 @@ class History:
         self.items: list[Item] = []
         self._cum_tokens: list[int] = [0]  # _cum_tokens[i] = tokens of items[:i]
         self._cum_blocks: list[int] = [0]
+        # tokens and blocks of each item, beside `items`: the sums are rebuilt from these in C
+        self._tokens: list[int] = []
+        self._nblocks: list[int] = []
         self._size = sizer
         self._blocks = blocker
         self._holder: dict[str, Item] = {}  # tool call id -> assistant item holding it
@@ -141,6 +144,8 @@ class History:
         item.pos = len(self.items)
         self.log.append(item)
         self.items.append(item)
+        self._tokens.append(item.tokens)
+        self._nblocks.append(item.blocks)
         self._cum_tokens.append(self._cum_tokens[-1] + item.tokens)
         self._cum_blocks.append(self._cum_blocks[-1] + item.blocks)
         self._index(item)
@@ -174,7 +179,9 @@ class History:
                         f"policy {policy}: edit touches pinned message (session index {item.origin})"
                     )
             removed.extend(old)
-            self.items[s.start : s.end] = list(s.new)
+            self.items[s.start : s.end] = s.new
+            self._tokens[s.start : s.end] = [item.tokens for item in s.new]
+            self._nblocks[s.start : s.end] = [item.blocks for item in s.new]
         comp = self.composition
         for item in removed:
             item.alive = False
@@ -214,8 +221,7 @@ class History:
                 raise PolicyViolation(f"policy {policy}: tool result {call_id!r} left without its call")
 
     def _recompute(self, start: int) -> None:
-        tail = self.items[start:]
-        for pos, item in enumerate(tail, start):
+        for pos, item in enumerate(self.items[start:], start):
             item.pos = pos
-        self._cum_tokens[start:] = accumulate([item.tokens for item in tail], initial=self._cum_tokens[start])
-        self._cum_blocks[start:] = accumulate([item.blocks for item in tail], initial=self._cum_blocks[start])
+        self._cum_tokens[start:] = accumulate(self._tokens[start:], initial=self._cum_tokens[start])
+        self._cum_blocks[start:] = accumulate(self._nblocks[start:], initial=self._cum_blocks[start])

@@ -58,6 +58,7 @@ class AnthropicCache:
         self._rules: dict | None = None
         self._resolved: tuple[int, int, float] | None = None
         self._usual = params.breakpoints in (("system", "last"), ("last", "system"))  # what agents do
+        self._hour = params.ttl == "1h"
 
     def _rule(self, ts_s: float | None) -> dict:
         if self._rules is None:
@@ -130,13 +131,10 @@ class AnthropicCache:
         last = positions[-1]
         last_tokens = history.prefix_tokens(last)
         results = []
-        for found in (hit, warm_hit):
+        for found in (hit, warm_hit) if warm_hit != hit else (hit,):
             read = history.prefix_tokens(found) if found >= 0 else 0
             written = last_tokens - read if last > found else 0
-            if self.params.ttl == "1h":
-                results.append(CacheResult(read_tokens=read, write_1h_tokens=written))
-            else:
-                results.append(CacheResult(read_tokens=read, write_tokens=written))
+            results.append(CacheResult(read, 0, written) if self._hour else CacheResult(read, written, 0))
         for p in positions:
             if p not in entries:
                 insort(bounds, p)
@@ -147,7 +145,7 @@ class AnthropicCache:
             for b in bounds[1 : len(bounds) - MAX_ENTRIES + 1]:
                 del entries[b]
             del bounds[1 : len(bounds) - MAX_ENTRIES + 1]
-        return results[0], results[1]
+        return results[0], results[-1]
 
 
 def _factory(params: AnthropicParams, model: str | None) -> AnthropicCache:
