@@ -4,7 +4,8 @@ A compare replays one trace under many policies; the runs share nothing but the
 trace and its token counts, which the parent has already computed. On Linux the
 parent forks worker processes and works alongside them: each worker inherits the
 parsed trace and the primed token memo by copy-on-write, so nothing is re-read
-or re-tokenized, and only the runs a worker finished travel back (pickled).
+or re-tokenized, and only the runs a worker finished travel back (pickled, each
+to a temporary file, which the parent loads and deletes).
 Results come back in task order, so the output does not depend on how many
 processes ran them.
 
@@ -16,9 +17,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
-from queue import Empty
 from typing import Any, TypeVar
 
 from ctxsim.errors import CtxsimError
@@ -63,32 +65,54 @@ def _take(order: Sequence[int], cursor: Any) -> int | None:
     return order[at]
 
 
-def _worker(order: Sequence[int], cursor: Any, results: Any) -> None:
+class _Channel:
+    """Workers to this process: each result in a file of its own, a short note of it on a pipe.
+
+    A worker writes its finished run to a file (page cache, no pipe to fill) and goes on with
+    the next task; the note on the pipe is a few bytes, so a worker never waits for this process
+    to read. This process loads a run when it gets to it.
+    """
+
+    def __init__(self, context: Any, folder: str) -> None:
+        self.folder = folder
+        self.reader, self.writer = context.Pipe(duplex=False)
+        self.lock = context.Lock()  # one note at a time on the pipe
+
+    def send(self, index: int, result: object) -> None:
+        path = os.path.join(self.folder, f"{index}.pickle")
+        with open(path, "wb") as out:
+            pickle.dump(result, out, pickle.HIGHEST_PROTOCOL)
+        self._note((index, True, None))
+
+    def fail(self, index: int, error: BaseException) -> None:
+        self._note((index, False, error))
+
+    def _note(self, note: tuple[int, bool, object]) -> None:
+        with self.lock:
+            self.writer.send(note)
+
+    def receive(self, workers: Sequence[Any]) -> tuple[int, object]:
+        """The next result a worker sent; its error raised here; never a hang when a worker died."""
+        while not self.reader.poll(0.2):
+            if all(not w.is_alive() for w in workers) and not self.reader.poll(0):
+                codes = ", ".join(str(w.exitcode) for w in workers)
+                raise CtxsimError(f"a worker process ended without its results (exit codes {codes})")
+        index, ok, error = self.reader.recv()
+        if not ok:
+            raise error  # type: ignore[misc]
+        with open(os.path.join(self.folder, f"{index}.pickle"), "rb") as data:
+            return index, pickle.load(data)
+
+
+def _worker(order: Sequence[int], cursor: Any, channel: _Channel) -> None:
     """A forked process: take tasks until none are left, send each result (or the error) back."""
     assert _task is not None
     while (index := _take(order, cursor)) is not None:
         try:
-            results.put((index, True, _task(index)))  # pickled by the queue's feeder thread
+            channel.send(index, _task(index))
         except BaseException as exc:  # noqa: BLE001 - sent to the parent, which raises it
-            results.put((index, False, exc))
+            channel.fail(index, exc)
             return
-    # Leaving the process flushes the queue's feeder thread: every result is in the pipe first.
-
-
-def _collect(queue: Any, workers: Sequence[Any], finish: Callable[[int, Any], None]) -> None:
-    """Wait for the next result from a worker; fail, never hang, when no worker is left to send it."""
-    while True:
-        try:
-            index, ok, payload = queue.get(timeout=0.2)
-        except Empty:
-            if all(not w.is_alive() for w in workers) and queue.empty():
-                codes = ", ".join(str(w.exitcode) for w in workers)
-                raise CtxsimError(f"a worker process ended without its results (exit codes {codes})") from None
-            continue
-        if not ok:
-            raise payload
-        finish(index, payload)
-        return
 
 
 def run_ordered(task: Callable[[int], T], count: int, jobs: int,
@@ -102,8 +126,8 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
     """
     if jobs > 1:
         context = multiprocessing.get_context("fork")
-        try:  # a shared counter and a queue need POSIX semaphores, which some sandboxes lack
-            cursor, queue = context.Value("l", 0), context.Queue()
+        try:  # a shared counter and a lock need POSIX semaphores, which some sandboxes lack
+            cursor = context.Value("l", 0)
         except OSError:
             jobs = 1
     if jobs <= 1:
@@ -122,24 +146,28 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
         if done is not None:
             done(index, result)
 
-    _task = task
-    workers = [context.Process(target=_worker, args=(order, cursor, queue), daemon=True) for _ in range(jobs - 1)]
-    try:
-        for worker in workers:
-            worker.start()
-        while (index := _take(order, cursor)) is not None:
-            finish(index, task(index))
-        # Only now read the workers' results: reading earlier makes a worker pickle while it still
-        # computes (its queue's feeder thread takes the interpreter lock from it), which is slower.
-        while len(arrived) < count:
-            _collect(queue, workers, finish)
-    finally:
-        _task = None
-        for worker in workers:
-            if worker.is_alive():
-                worker.terminate()
-            worker.join()
-        queue.close()
+    with tempfile.TemporaryDirectory(prefix="ctxsim-runs-") as folder:
+        channel = _Channel(context, folder)
+        _task = task
+        workers = [context.Process(target=_worker, args=(order, cursor, channel), daemon=True)
+                   for _ in range(jobs - 1)]
+        try:
+            for worker in workers:
+                worker.start()
+            while (index := _take(order, cursor)) is not None:
+                finish(index, task(index))
+                while channel.reader.poll(0):  # load what the workers finished meanwhile, not all at the end
+                    finish(*channel.receive(workers))  # type: ignore[arg-type]
+            while len(arrived) < count:
+                finish(*channel.receive(workers))  # type: ignore[arg-type]
+        finally:
+            _task = None
+            for worker in workers:
+                if worker.is_alive():
+                    worker.terminate()
+                worker.join()
+            channel.reader.close()
+            channel.writer.close()
     return [arrived[i] for i in range(count)]
 
 
