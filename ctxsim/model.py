@@ -9,8 +9,9 @@ the whole prompt and the cache fields are parts of it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -87,6 +88,17 @@ class Message:
     @property
     def ts_s(self) -> float | None:
         return parse_ts(self.ts) if self.ts else None
+
+    def with_content(self, content: str) -> Message:
+        """`dataclasses.replace(self, content=content)` at half the cost (policies make one per stub)."""
+        values = list(_message_values(self))
+        values[_CONTENT] = content
+        return Message(*values)
+
+
+_MESSAGE_FIELDS = [f.name for f in fields(Message)]  # all init fields: Message(*values) rebuilds one
+_message_values = attrgetter(*_MESSAGE_FIELDS)
+_CONTENT = _MESSAGE_FIELDS.index("content")
 
 
 @dataclass(frozen=True, slots=True)

@@ -131,7 +131,7 @@ class ClearPolicy:
         template = STUBS.get(p.stub, p.stub)
         text = template.format(tool=m.name or (call.name if call else "tool"), args=short_args(call),
                              tokens=item.tokens, error=f" First error: {error}" if error else "")
-        stub = history.item(replace(m, content=text), origin=item.origin, cleared=True)
+        stub = history.item(m.with_content(text), origin=item.origin, cleared=True)
         stub.alive = False  # until the engine splices it in
         self._stubs[id(item)] = (item, stub)
         return stub

@@ -14,20 +14,16 @@ each request masks one more output and the cached prefix breaks at it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from operator import attrgetter
 
 from ctxsim.history import Edit, History, Item, Splice
-from ctxsim.model import Message
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
 from ctxsim.policies.truncate import line_count
 
 DEFAULT_PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
 
-_MESSAGE_FIELDS = [f.name for f in fields(Message)]  # all of them init fields, so Message(*values) rebuilds one
-_message_values = attrgetter(*_MESSAGE_FIELDS)
-_CONTENT = _MESSAGE_FIELDS.index("content")
 _position = attrgetter("pos")
 _alive = attrgetter("alive")
 
@@ -35,13 +31,6 @@ _alive = attrgetter("alive")
 def _all_alive(holders: list[Item | None]) -> bool:
     """Every one of the holders is there and alive."""
     return None not in holders and all(map(_alive, holders))  # type: ignore[arg-type]
-
-
-def with_content(message: Message, content: str) -> Message:
-    """`dataclasses.replace(message, content=content)`, at half the cost (one is made at almost every request)."""
-    values = list(_message_values(message))
-    values[_CONTENT] = content
-    return Message(*values)
 
 
 @dataclass(frozen=True)
@@ -165,7 +154,7 @@ class MaskPolicy:
             text = p.placeholder.format(lines=line_count(m.content), tokens=item.tokens, tool=m.name or "tool")
             if text == m.content:
                 continue
-            splices.append(Splice(item.pos, item.pos + 1, (history.item(with_content(m, text), origin=item.origin,
+            splices.append(Splice(item.pos, item.pos + 1, (history.item(m.with_content(text), origin=item.origin,
                                                                       cleared=True),)))
         if not splices:
             return ()

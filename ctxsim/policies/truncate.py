@@ -21,7 +21,7 @@ the middle out of a file read removes the part the agent asked for.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ctxsim.history import Edit, History, Item, Rewrite, Splice
 from ctxsim.model import Message
@@ -137,7 +137,7 @@ class LineCaps:
         text = truncate_text(message.content, cap)
         if text == message.content:
             return None
-        return replace(message, content=text)
+        return message.with_content(text)
 
 
 @dataclass(frozen=True)

@@ -278,7 +278,7 @@ class ZonesPolicy:
         for i in old:
             item = history.items[i]
             text = MEMORY_STUB.format(tool=item.message.name, tokens=item.tokens)
-            out.append(Splice(i, i + 1, (history.item(replace(item.message, content=text), origin=item.origin,
+            out.append(Splice(i, i + 1, (history.item(item.message.with_content(text), origin=item.origin,
                                                       cleared=True),)))
         return out
 
