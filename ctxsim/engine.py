@@ -241,7 +241,8 @@ class Replayer:
              shared: int, rewrite: bool, window: int) -> Row:
         answer = cache.request(history, ts_s)
         real, warm = (answer, answer) if isinstance(answer, CacheResult) else answer
-        cost, cost_warm, cost_plain = self.pricer.costs(_bill(prompt, real, output), _bill(prompt, warm, output),
+        bill = Bill(prompt, *real, output)  # CacheResult is (read, write, write_1h), Bill's middle
+        cost, cost_warm, cost_plain = self.pricer.costs(bill, bill if warm is real else Bill(prompt, *warm, output),
                                                         ts_s)
         usage = message.usage
         read = real.read_tokens
@@ -254,10 +255,6 @@ class Replayer:
             shared, rewrite, warm.read_tokens, cost, cost_warm, cost_plain,
             usage.input_tokens if usage else None, usage.cache_read_tokens if usage else None,
         )
-
-
-def _bill(prompt: int, result: CacheResult, output: int) -> Bill:
-    return Bill(prompt, result.read_tokens, result.write_tokens, result.write_1h_tokens, output)
 
 
 ZERO = Decimal(0)

@@ -13,6 +13,7 @@ writes than it saves.
 from __future__ import annotations
 
 import re
+from operator import is_
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -102,10 +103,15 @@ class ClearPolicy:
         self._seen = 0  # how much of history.log has been looked at
         self._results: list[Item] = []  # tool results in arrival order (may include dead ones)
         self._stubs: dict[int, tuple[Item, Item]] = {}  # id(result) -> (result, its stub)
+        # The stale results of the last decision, and the running sum of what their stubs free:
+        # a request usually adds one stale result to them, so the sum grows by one term.
+        self._stale: list[Item] = []
+        self._freed: list[int] = [0]
 
     def _sync(self, history: History) -> None:
         if history is not self._history:  # a new session: start over
             self._history, self._seen, self._results, self._stubs = history, 0, [], {}
+            self._stale, self._freed = [], [0]
         log = history.log
         self._results.extend(it for it in log[self._seen:] if it.message.role == "tool")
         self._seen = len(log)
@@ -136,6 +142,17 @@ class ClearPolicy:
         self._stubs[id(item)] = (item, stub)
         return stub
 
+    def _stubs_free(self, history: History, stale: list[Item]) -> int:
+        """Tokens the stubs of `stale` would free, extending the last sum when `stale` extends the last list."""
+        known = self._stale
+        if len(known) > len(stale) or not all(map(is_, known, stale)):
+            known, self._freed = [], [0]
+        sums = self._freed
+        for item in stale[len(known):]:
+            sums.append(sums[-1] + item.tokens - self._stub(history, item).tokens)
+        self._stale = stale
+        return sums[len(stale)]
+
     @staticmethod
     def _call(history: History, call_id: str | None) -> ToolCall | None:
         holder = history.holder_of(call_id or "")
@@ -157,7 +174,7 @@ class ClearPolicy:
         if not stale:
             return ()
         if not p.clear_tool_inputs:  # what the stubs alone free decides; most requests stop here
-            freed = sum(item.tokens - self._stub(history, item).tokens for item in stale)
+            freed = self._stubs_free(history, stale)
             if freed < p.clear_at_least or freed <= 0:
                 return ()
         splices: list[Splice] = []
