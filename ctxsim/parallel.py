@@ -18,6 +18,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -127,8 +128,9 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
     """
     if jobs > 1:
         context = multiprocessing.get_context("fork")
-        try:  # a shared counter and a lock need POSIX semaphores, which some sandboxes lack
+        try:  # a shared counter needs POSIX semaphores and the runs a temporary folder: not everywhere
             cursor = context.Value("l", 0)
+            folder = tempfile.mkdtemp(prefix="ctxsim-runs-")
         except OSError:
             jobs = 1
     if jobs <= 1:
@@ -147,7 +149,7 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
         if done is not None:
             done(index, result)
 
-    with tempfile.TemporaryDirectory(prefix="ctxsim-runs-") as folder:
+    try:
         channel = _Channel(context, folder)
         _task = task
         workers = [context.Process(target=_worker, args=(order, cursor, channel), daemon=True)
@@ -169,6 +171,8 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
                 worker.join()
             channel.reader.close()
             channel.writer.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     return [arrived[i] for i in range(count)]
 
 

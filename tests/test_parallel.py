@@ -120,6 +120,19 @@ def test_a_worker_that_dies_is_an_error_not_a_hang() -> None:
         run_ordered(_dies_in_a_worker, 4, 2)
 
 
+@needs_fork
+def test_no_files_are_left_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert run_ordered(lambda i: [i] * 1000, 6, 2) == [[i] * 1000 for i in range(6)]
+    with pytest.raises(CtxsimError):
+        run_ordered(_square, 5, 2)
+    with pytest.raises(CtxsimError):
+        run_ordered(_dies_in_a_worker, 4, 2)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_plan_jobs() -> None:
     assert plan_jobs(None, 8, MIN_PARALLEL_REQUESTS - 1) == 1  # small work: workers cost more than they save
     assert plan_jobs(None, 1, 10 * MIN_PARALLEL_REQUESTS) == 1  # one run: nothing to share
