@@ -5,9 +5,9 @@ trace and its token counts, which the parent has already computed. On Linux the
 parent forks worker processes and works alongside them: each worker inherits the
 parsed trace and the primed token memo by copy-on-write, so nothing is re-read
 or re-tokenized, and only the runs a worker finished travel back (pickled, each
-to a temporary file, which the parent loads and deletes).
-Results come back in task order, so the output does not depend on how many
-processes ran them.
+to a file in a temporary folder that the parent loads, then removes with the
+folder). Results come back in task order, so the output does not depend on how
+many processes ran them.
 
 Elsewhere (macOS, Windows: no safe `fork`), or for small jobs where starting
 workers costs more than it saves, the runs go one after the other in-process.
@@ -47,7 +47,8 @@ def can_fork() -> bool:
 
 
 def plan_jobs(jobs: int | None, tasks: int, work_requests: int) -> int:
-    """How many workers: `jobs` if given (1 = in-process), else one per core for big enough work."""
+    """How many processes run the runs (this one included): `jobs` if given (1: this one alone),
+    else one per core when the work is big enough to gain from it."""
     if tasks <= 1 or not can_fork():
         return 1
     if jobs is not None:
