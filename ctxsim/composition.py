@@ -30,9 +30,11 @@ FIXED = (HEAD, "system", "user", "assistant", "summary", "cleared")
 
 def category(item: Any) -> str:
     """The column an item of the history counts under."""
-    message = item.message
-    if item.cleared:
-        return "cleared"
+    return "cleared" if item.cleared else column_of(item.message)
+
+
+def column_of(message: Any) -> str:
+    """The column of a message as it arrives (not a stub)."""
     if message.role == "tool":
         return f"tool:{message.name or 'unknown'}"
     return message.role

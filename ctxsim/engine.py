@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any, NamedTuple
 
 from ctxsim.caching import CacheModel, CacheResult, CacheSpec, cache_spec
-from ctxsim.composition import Composition
+from ctxsim.composition import Composition, column_of
 from ctxsim.counting import Framing, MessageSizer, blocks
 from ctxsim.history import History, Item, SideCall
 from ctxsim.meter import EventRecord, Row, Totals, rows_from_columns, rows_to_columns
@@ -143,7 +143,7 @@ class Replayer:
             self._recorded.append([
                 _Recorded(sizer.message(m), blocks(m), self._ts(m.ts) if m.ts else None,
                           m.role == "system" or bool(m.extra.get("pinned")) or (m.role == "tool" and m.name in pin),
-                          f"tool:{m.name or 'unknown'}" if m.role == "tool" else m.role)
+                          column_of(m))
                 for m in session.messages])
 
     def run(self, policy: Policy, progress: Callable[[int], None] | None = None) -> PolicyRun:
@@ -241,8 +241,8 @@ class Replayer:
              shared: int, rewrite: bool, window: int) -> Row:
         answer = cache.request(history, ts_s)
         real, warm = (answer, answer) if isinstance(answer, CacheResult) else answer
-        bill = Bill(prompt, *real, output)  # CacheResult is (read, write, write_1h), Bill's middle
-        cost, cost_warm, cost_plain = self.pricer.costs(bill, bill if warm is real else Bill(prompt, *warm, output),
+        # CacheResult is (read, write, write_1h): the middle of a Bill
+        cost, cost_warm, cost_plain = self.pricer.costs(Bill(prompt, *real, output), Bill(prompt, *warm, output),
                                                         ts_s)
         usage = message.usage
         read = real.read_tokens

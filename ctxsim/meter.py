@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 THRESHOLDS = (128_000, 200_000)
+MONEY_FIELDS = ("cost_usd", "cost_warm_usd", "cost_nocache_usd")  # Decimal in a Row, text in JSON and columns
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs a setattr call per field, per request
@@ -44,20 +45,19 @@ class Row:
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
-        for key in ("cost_usd", "cost_warm_usd", "cost_nocache_usd"):
+        for key in MONEY_FIELDS:
             out[key] = str(out[key])
         return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Row:
         values = dict(data)
-        for key in ("cost_usd", "cost_warm_usd", "cost_nocache_usd"):
+        for key in MONEY_FIELDS:
             values[key] = Decimal(values[key])
         return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
 
 
 _ROW_FIELDS = tuple(f.name for f in fields(Row))
-_MONEY = frozenset(("cost_usd", "cost_warm_usd", "cost_nocache_usd"))
 
 
 def rows_to_columns(rows: list[Row]) -> list[list[Any]]:
@@ -69,12 +69,13 @@ def rows_to_columns(rows: list[Row]) -> list[list[Any]]:
     columns = []
     for name in _ROW_FIELDS:
         values = list(map(attrgetter(name), rows))
-        columns.append(list(map(str, values)) if name in _MONEY else values)
+        columns.append(list(map(str, values)) if name in MONEY_FIELDS else values)
     return columns
 
 
 def rows_from_columns(columns: list[list[Any]]) -> list[Row]:
-    values = [list(map(Decimal, col)) if name in _MONEY else col for name, col in zip(_ROW_FIELDS, columns, strict=True)]
+    values = [list(map(Decimal, col)) if name in MONEY_FIELDS else col
+              for name, col in zip(_ROW_FIELDS, columns, strict=True)]
     return [Row(*row) for row in zip(*values)]
 
 

@@ -12,11 +12,11 @@ from dataclasses import fields
 from typing import Any
 
 from ctxsim.errors import CtxsimError
-from ctxsim.meter import EventRecord, Row
+from ctxsim.meter import MONEY_FIELDS, EventRecord, Row
 from ctxsim.run import RunResult
 from ctxsim.reports._common import labels
 
-MONEY = ("cost_usd", "cost_warm_usd", "cost_nocache_usd", "summarize_cost_usd")
+MONEY = (*MONEY_FIELDS, "summarize_cost_usd")  # a row's, and the run total of summarizer calls
 NULLABLE_INT = ("recorded_input_tokens", "recorded_cache_read_tokens")
 
 
