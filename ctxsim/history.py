@@ -148,9 +148,7 @@ class History:
         self._nblocks.append(item.blocks)
         self._cum_tokens.append(self._cum_tokens[-1] + item.tokens)
         self._cum_blocks.append(self._cum_blocks[-1] + item.blocks)
-        message = item.message
-        if message.tool_calls or message.tool_call_id:
-            self._index(item)
+        self._index(item)
         key = column or category(item)
         self.composition[key] = self.composition.get(key, 0) + item.tokens
 

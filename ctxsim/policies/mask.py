@@ -107,8 +107,7 @@ class MaskPolicy:
             j, live, dead = len(recent), 0, False
             while j > 0 and live < keep:
                 j -= 1
-                holder = holder_of(recent[j])
-                if holder is not None and holder.alive:
+                if self._turn(history, recent[j]) is not None:
                     live += 1
                 else:
                     dead = True
@@ -121,8 +120,8 @@ class MaskPolicy:
         results: list[Item] = []
         result_of = history.result_of
         for first in recent[:j]:
-            holder = holder_of(first)
-            if holder is None or not holder.alive:
+            holder = self._turn(history, first)
+            if holder is None:
                 continue
             for call in holder.message.tool_calls:
                 self._old.add(call.id)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ctxsim.history import Edit, History, SideCall, Splice
 from ctxsim.model import Message
@@ -198,7 +198,7 @@ class SummarySizer:
         if whole.last is None:
             return ctx.size(message)
         total = count(whole.first + "\n") + whole.middle + count("-" + whole.last)
-        return ctx.size(replace(message, content="")) + total
+        return ctx.size(message.with_content("")) + total
 
     def _middle(self, piece: str) -> int:
         """Tokens of a middle piece, "-" + piece + "\n"."""

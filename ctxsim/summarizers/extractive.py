@@ -64,19 +64,20 @@ def paths_in_arguments(arguments: Any, key: str | None = None) -> Iterator[str]:
 
 def _collect_paths(arguments: Any, key: str | None, out: list[str]) -> None:
     """`paths_in_arguments`, appended to `out` (plain dicts and strings take the short way)."""
-    kind = type(arguments)
-    if kind is dict or (kind is not str and isinstance(arguments, Mapping)):
-        for k, v in arguments.items():
-            _collect_paths(v, str(k).lower(), out)
-    elif kind is list or kind is tuple or (kind is not str and isinstance(arguments, (list, tuple))):
-        for v in arguments:
-            _collect_paths(v, key, out)
-    elif kind is str or isinstance(arguments, str):
+    if isinstance(arguments, str):  # the usual leaf, tested first: a string is neither of the others
         value = arguments.strip()
         if key in PATH_KEYS and value and "\n" not in value and len(value) < 300:
             out.append(value)
         elif "/" in arguments:  # every PATH match holds one
             out.extend(PATH.findall(arguments))
+        return
+    kind = type(arguments)  # the exact types before the ABC check, the slow one
+    if kind is dict or isinstance(arguments, Mapping):
+        for k, v in arguments.items():
+            _collect_paths(v, str(k).lower(), out)
+    elif kind is list or kind is tuple or isinstance(arguments, (list, tuple)):
+        for v in arguments:
+            _collect_paths(v, key, out)
 
 
 def file_key(text: str) -> str:
