@@ -81,9 +81,11 @@ class _Channel:
         self.reader, self.writer = context.Pipe(duplex=False)
         self.lock = context.Lock()  # one note at a time on the pipe
 
+    def _path(self, index: int) -> str:
+        return os.path.join(self.folder, f"{index}.pickle")
+
     def send(self, index: int, result: object) -> None:
-        path = os.path.join(self.folder, f"{index}.pickle")
-        with open(path, "wb") as out:
+        with open(self._path(index), "wb") as out:
             pickle.dump(result, out, pickle.HIGHEST_PROTOCOL)
         self._note((index, True, None))
 
@@ -103,7 +105,7 @@ class _Channel:
         index, ok, error = self.reader.recv()
         if not ok:
             raise error  # type: ignore[misc]
-        with open(os.path.join(self.folder, f"{index}.pickle"), "rb") as data:
+        with open(self._path(index), "rb") as data:
             return index, pickle.load(data)
 
 
@@ -134,15 +136,6 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
             folder = tempfile.mkdtemp(prefix="ctxsim-runs-")
         except OSError:
             jobs = 1
-    if jobs <= 1:
-        results: list[T] = []
-        for i in range(count):
-            results.append(task(i))
-            if done is not None:
-                done(i, results[-1])
-        return results
-    global _task
-    order = list(first if first is not None else range(count))
     arrived: dict[int, T] = {}
 
     def finish(index: int, result: T) -> None:
@@ -150,6 +143,12 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
         if done is not None:
             done(index, result)
 
+    if jobs <= 1:
+        for i in range(count):
+            finish(i, task(i))
+        return [arrived[i] for i in range(count)]
+    global _task
+    order = list(first if first is not None else range(count))
     try:
         channel = _Channel(context, folder)
         _task = task
