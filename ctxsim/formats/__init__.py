@@ -987,6 +987,19 @@ def arguments_of(value: Any) -> Any:
     return value
 
 
+def openai_tool_calls(node: Node) -> list[ToolCall]:
+    """An OpenAI-style message's `tool_calls` ({id, function: {name, arguments}}), each checked."""
+    calls = []
+    for call in node.list("tool_calls"):
+        if not call.is_obj():
+            raise call.fail("must be a tool call (an object)")
+        function = call.obj("function", required=True)
+        assert function is not None
+        calls.append(ToolCall(call.str("id", required=True) or "", function.str("name", required=True) or "",
+                              arguments_of(function.get("arguments"))))
+    return calls
+
+
 def sniff_json_head(head: bytes) -> tuple[str, Any]:
     """('jsonl', first record) / ('document', None) / ('none', reason) for a file's first bytes.
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 from typing import IO, Any
 
 from ctxsim.formats import (
-    FormatInfo, Node, SessionBuilder, Source, any_usage, arguments_of, frozen, image_tokens, register,
+    FormatInfo, Node, SessionBuilder, Source, any_usage, frozen, image_tokens, openai_tool_calls, register,
     sniff_json_object_text, split_model, text_of,
 )
-from ctxsim.model import Message, Session, ToolCall
+from ctxsim.model import Message, Session
 
 NAME = "mini-swe-agent"
 
@@ -68,14 +68,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                 usage = any_usage(usage_node) if usage_node is not None else None
                 _, model_name = split_model(response.str("model"))
                 ts = ts or response.ts("created")
-            calls = []
-            for call in node.list("tool_calls"):
-                if not call.is_obj():
-                    raise call.fail("must be a tool call (an object)")
-                function = call.obj("function", required=True)
-                assert function is not None
-                calls.append(ToolCall(call.str("id", required=True) or "", function.str("name", required=True) or "",
-                                      arguments_of(function.get("arguments"))))
+            calls = openai_tool_calls(node)
             extra: dict[str, Any] = {}
             if response is not None and response.str("id"):
                 extra["response_id"] = response.str("id")

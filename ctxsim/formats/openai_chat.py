@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from ctxsim.errors import TraceError
 from ctxsim.formats import (
-    Conversation, FormatInfo, Node, Source, any_usage, arguments_of, frozen, head_text, image_tokens, register,
+    Conversation, FormatInfo, Node, Source, any_usage, arguments_of, frozen, head_text, image_tokens, openai_tool_calls, register,
     sniff_json_head, split_model, text_of,
 )
 from ctxsim.model import Message, Session, ToolCall
@@ -71,16 +71,7 @@ class _Messages:
         if role == "function":
             call_id = self.last_function_call or "function-call"
             return Message("tool", text, ts=when, tool_call_id=call_id, name=node.str("name"), line=node.line)
-        calls = []
-        for call in node.list("tool_calls"):
-            if not call.is_obj():
-                raise call.fail("must be a tool call (an object)")
-            function = call.obj("function", required=True)
-            assert function is not None
-            call_id = call.str("id", required=True)
-            name = function.str("name", required=True)
-            args = function.get("arguments")
-            calls.append(ToolCall(call_id or "", name or "", arguments_of(args)))
+        calls = openai_tool_calls(node)
         legacy = node.obj("function_call")
         if legacy is not None:
             self.function_calls += 1

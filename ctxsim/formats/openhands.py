@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from ctxsim.errors import TraceError
 from ctxsim.formats import (
-    FormatInfo, Node, SessionBuilder, Source, any_usage, arguments_of, frozen, head_text, image_tokens, kind_of,
+    FormatInfo, Node, SessionBuilder, Source, any_usage, frozen, head_text, image_tokens, openai_tool_calls, kind_of,
     register, sniff_json_head, split_model, text_of,
 )
 from ctxsim.model import Message, Session, ToolCall, Usage
@@ -141,14 +141,7 @@ class _Reader:
             if message is not None:
                 text, _ = text_of(message.child("content"))
                 thinking = message.str("reasoning_content")
-                for call in message.list("tool_calls"):
-                    if not call.is_obj():
-                        raise call.fail("must be a tool call (an object)")
-                    function = call.obj("function", required=True)
-                    assert function is not None
-                    calls.append(ToolCall(call.str("id", required=True) or "",
-                                          function.str("name", required=True) or "",
-                                          arguments_of(function.get("arguments"))))
+                calls.extend(openai_tool_calls(message))
         if not calls and meta.str("tool_call_id"):
             calls.append(ToolCall(meta.str("tool_call_id") or "", meta.str("function_name") or "tool", None))
         usage_node = response.obj("usage")

@@ -21,10 +21,10 @@ import re
 from typing import IO, Any
 
 from ctxsim.formats import (
-    FormatInfo, Node, SessionBuilder, Source, arguments_of, frozen, image_tokens, register,
+    FormatInfo, Node, SessionBuilder, Source, frozen, image_tokens, openai_tool_calls, register,
     sniff_json_object_text, split_model, text_of,
 )
-from ctxsim.model import Message, Session, ToolCall
+from ctxsim.model import Message, Session
 
 NAME = "swe-agent"
 # SWE-agent 0.x model short names (sweagent/agent/models.py of that era) and what they called.
@@ -106,14 +106,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                 builder.add(Message("user", text, extra_tokens=more, extra=frozen(extra)))
                 last_command = None
             elif role == "assistant":
-                calls = []
-                for call in item.list("tool_calls"):
-                    if not call.is_obj():
-                        raise call.fail("must be a tool call (an object)")
-                    function = call.obj("function", required=True)
-                    assert function is not None
-                    calls.append(ToolCall(call.str("id", required=True) or "", function.str("name", required=True)
-                                          or "", arguments_of(function.get("arguments"))))
+                calls = openai_tool_calls(item)
                 if item.get("thought") is not None and not isinstance(item.get("thought"), str):
                     raise item.fail("must be a string", "thought")
                 builder.add(Message("assistant", text, tool_calls=tuple(calls), model=model, extra=frozen(extra)))
