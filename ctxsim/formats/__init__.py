@@ -470,6 +470,17 @@ def locate(text: str, path: tuple[Any, ...]) -> int | None:
             p += 1
         return p
 
+    def value_then(p: int, sep: str) -> tuple[Any, int] | None:
+        """The JSON value at `p` and where the next one starts, past `sep`; None if the text is not so."""
+        try:
+            value, p = decoder.raw_decode(text, p)
+        except ValueError:
+            return None
+        p = skip(p)
+        if p >= n or text[p] != sep:
+            return None
+        return value, skip(p + 1)
+
     pos = skip(pos)
     for step in path:
         if pos >= n:
@@ -477,37 +488,25 @@ def locate(text: str, path: tuple[Any, ...]) -> int | None:
         if isinstance(step, int) and text[pos] == "[":
             pos = skip(pos + 1)
             for _ in range(step):
-                try:
-                    _, pos = decoder.raw_decode(text, pos)
-                except ValueError:
+                got = value_then(pos, ",")
+                if got is None:
                     return None
-                pos = skip(pos)
-                if pos >= n or text[pos] != ",":
-                    return None
-                pos = skip(pos + 1)
+                pos = got[1]
         elif isinstance(step, str) and text[pos] == "{":
             pos = skip(pos + 1)
             while True:
                 if pos >= n or text[pos] != '"':
                     return None
-                try:
-                    key, pos = decoder.raw_decode(text, pos)
-                except ValueError:
+                got = value_then(pos, ":")
+                if got is None:
                     return None
-                pos = skip(pos)
-                if pos >= n or text[pos] != ":":
-                    return None
-                pos = skip(pos + 1)
+                key, pos = got
                 if key == step:
                     break
-                try:
-                    _, pos = decoder.raw_decode(text, pos)
-                except ValueError:
+                got = value_then(pos, ",")
+                if got is None:
                     return None
-                pos = skip(pos)
-                if pos >= n or text[pos] != ",":
-                    return None
-                pos = skip(pos + 1)
+                pos = got[1]
         else:
             return None
     return text.count("\n", 0, pos) + 1
