@@ -23,7 +23,7 @@ from ctxsim.engine import Replayer, Setup
 from ctxsim.errors import CtxsimError
 from ctxsim.history import Edit, History, Splice
 from ctxsim.model import Message, Session, Trace
-from ctxsim.policies import Context, parse_policy
+from ctxsim.policies import Context, NoParams, parse_policy
 from ctxsim.pricing import Bill
 from ctxsim.tokens import TokenCounter, get_tokenizer, label
 
@@ -32,11 +32,6 @@ from ctxsim.tokens import TokenCounter, get_tokenizer, label
 # policy cites the same list); older ones strip it from the prompt.
 KEEPS_THINKING = ("claude-opus-4-5", "claude-opus-4-6", "claude-opus-4-7", "claude-sonnet-4-6", "claude-sonnet-4-7")
 TAG = "provider_dropped_reasoning"
-
-
-@dataclass(frozen=True)
-class _NoParams:
-    pass
 
 
 class ProviderReasoningRule:
@@ -52,7 +47,7 @@ class ProviderReasoningRule:
     """
 
     name = "provider-rules"
-    params = _NoParams()
+    params = NoParams()
 
     def __init__(self, provider: str, model: str) -> None:
         self.openai = provider == "openai"

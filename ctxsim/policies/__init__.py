@@ -48,6 +48,20 @@ class Policy(Protocol):
 
 
 @dataclass(frozen=True)
+class NoParams:
+    """The parameters of a stage built in code that takes none (a probe, a check)."""
+
+
+@dataclass
+class Stages:
+    """Stages built in code (probes, checks), run in order under one name, as `pipeline` runs specs."""
+
+    name: str
+    stages: tuple[Policy, ...]
+    params: Any = NoParams()
+
+
+@dataclass(frozen=True)
 class PolicyInfo:
     name: str
     params: type

@@ -37,13 +37,14 @@ from typing import TYPE_CHECKING, Any
 
 from ctxsim.caching.rendered import ByteLedger, RenderedTracker
 from ctxsim.counting import Framing, MessageSizer
+from ctxsim.policies import NoParams, Stages
 from ctxsim.presets import Preset, register
 
 if TYPE_CHECKING:  # the engine imports the policies; load it only when a replay runs
     from ctxsim.engine import PolicyRun
     from ctxsim.history import Edit
     from ctxsim.model import Trace
-    from ctxsim.policies import Context, Policy
+    from ctxsim.policies import Context
 
 FRAMING = Framing(message_tokens=4, tool_call_tokens=8, tool_result_tokens=4, count_tool_result_name=True,
                   count_call_name=True)
@@ -78,11 +79,6 @@ PRESET = Preset(
 register(PRESET)
 
 
-@dataclass(frozen=True)
-class NoParams:
-    pass
-
-
 class BytesProbe:
     """A last stage that edits nothing and meters each request's rendering in bytes (yoagent's metric)."""
 
@@ -106,15 +102,6 @@ class BytesProbe:
         self.ledger.add(total, 0 if first else where.shared_bytes, previous)
         self._items = list(items)
         return ()
-
-
-@dataclass
-class Stages:
-    """A pipeline stand-in: the engine runs `stages` in order."""
-
-    name: str
-    stages: tuple[Policy, ...]
-    params: Any = NoParams()
 
 
 @dataclass
