@@ -13,7 +13,7 @@ import dataclasses
 import pytest
 
 from ctxsim.model import Message, format_ts
-from ctxsim.policies import Context, parse_policy, policies
+from ctxsim.policies import Context, NoParams, parse_policy, policies
 
 from helpers import T0, replay, session_of, turn_messages
 
@@ -71,14 +71,9 @@ class Watcher:
         return (_Check(self), *(getattr(self.policy, "stages", None) or (self.policy,)))
 
 
-@dataclasses.dataclass(frozen=True)
-class _NoParams:
-    pass
-
-
 class _Check:
     name = "contract-check"
-    params = _NoParams()
+    params = NoParams()
 
     def __init__(self, watcher: Watcher):
         self.watcher = watcher

@@ -10,16 +10,15 @@ The session here is built in the test with the same facts at the same turns.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from ctxsim.counting import MessageSizer
 from ctxsim.engine import PolicyRun, Replayer, Setup
 from ctxsim.model import Message, Session, ToolCall, Trace, format_ts
-from ctxsim.policies import Context, parse_policy
+from ctxsim.policies import parse_policy
 from ctxsim.presets import Preset, presets
 from ctxsim.tokens import TokenCounter, get_tokenizer
 
-from helpers import T0
+from helpers import T0, Capture, SpecStages
 
 TASK = ("Invoice totals in BRL are sometimes off by one cent. Find the cause, fix it, add regression tests, "
         "and keep USD behavior unchanged.")
@@ -89,44 +88,11 @@ def billing_trace(turns: int = 60) -> Trace:
     return Trace("billing", (Session(id="billing-bug", system=system, messages=tuple(messages)),))
 
 
-@dataclass(frozen=True)
-class _Stages:
-    stages: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class _NoParams:
-    pass
-
-
-class Capture:
-    """A last stage that keeps the history object, to read the managed context at the end."""
-
-    name = "capture"
-    params = _NoParams()
-
-    def __init__(self) -> None:
-        self.history = None
-
-    def decide(self, ctx: Context):
-        self.history = ctx.history
-        return ()
-
-
-class PresetRun:
-    """A pipeline-like wrapper: the engine runs `stages` in order."""
-
-    def __init__(self, preset: Preset, capture: Capture | None = None) -> None:
-        self.name = preset.name
-        self.params = _Stages(preset.stages)
-        self.stages = tuple(parse_policy(s) for s in preset.stages) + ((capture,) if capture else ())
-
-
 def run_preset(preset: Preset, trace: Trace, capture: Capture | None = None, policy=None) -> PolicyRun:
     sizer = MessageSizer(TokenCounter(get_tokenizer(preset.tokenizer or "o200k_base")), preset.framing)
     setup = Setup(provider=preset.provider, model=preset.model, cache=preset.cache, pin_tools=preset.pin_tools,
                   window=preset.window)
-    return Replayer(trace, sizer, setup).run(policy or PresetRun(preset, capture))
+    return Replayer(trace, sizer, setup).run(policy or SpecStages(preset.name, preset.stages, capture))
 
 
 def context_text(history) -> str:

@@ -11,7 +11,6 @@ So request k's prompt is 10 + 14 + 1018 * (k - 1) = 24 + 1018 * (k - 1).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,7 +18,7 @@ from hypothesis import strategies as st
 
 from ctxsim.errors import ParameterError
 from ctxsim.model import Message, Session, ToolCall, Trace, format_ts
-from ctxsim.policies import Context, parse_policy
+from ctxsim.policies import Context, NoParams, parse_policy
 from ctxsim.policies.compact import CompactPolicy
 from ctxsim.policies.notes import NotesBook, notes_text, render
 from ctxsim.policies.server_compact import DEFAULT_INSTRUCTIONS
@@ -28,7 +27,7 @@ from ctxsim.summarizers.extractive import ExtractiveSummarizer, marker_lines
 from ctxsim.summarizers.llm import (INSTRUCTIONS, AnthropicSummaryClient, LLMSummarizer, OpenAISummaryClient,
                                     SimulatedLLMSummarizer, SummarySize)
 
-from helpers import T0, replay
+from helpers import T0, Capture, SpecStages, replay
 
 SYSTEM = "You are a coding agent."
 
@@ -59,53 +58,10 @@ def acts(run, kind: str | None = None):
     return [e for e in run.events if e.kind not in ("threshold", "overflow") and (kind is None or e.kind == kind)]
 
 
-@dataclass(frozen=True)
-class _NoParams:
-    pass
-
-
-class Capture:
-    """Runs after the policy's stages; keeps the last history and checks the invariants at every request."""
-
-    name = "capture"
-    params = _NoParams()
-
-    def __init__(self) -> None:
-        self.history = None
-        self.items: list = []
-        self.pinned: dict[int, Message] = {}
-        self.requests = 0
-
-    def decide(self, ctx: Context):
-        self.history = ctx.history
-        self.items = list(ctx.history.items)  # the context of this request (the history grows after it)
-        self.requests += 1
-        calls: set[str] = set()
-        for item in ctx.history.items:
-            calls.update(c.id for c in item.message.tool_calls)
-            if item.message.role == "tool":
-                assert item.message.tool_call_id in calls, "a tool result lost its call"
-            if item.pinned:
-                assert self.pinned.setdefault(item.origin, item.message) is item.message, "a pinned message changed"
-        alive = {i.origin for i in ctx.history.items if i.pinned}
-        assert set(self.pinned) <= alive, "a pinned message was dropped"
-        return ()
-
-
-@dataclass(frozen=True)
-class _Stages:
-    stages: tuple[str, ...]
-
-
-class Stages:
-    """A pipeline-like wrapper (the engine runs `stages` in order) for `a+b` specs, plus a Capture stage."""
-
-    def __init__(self, spec: str, capture: Capture | None = None) -> None:
-        parts = spec.split("+")
-        self.name = parts[0].split(":")[0] if len(parts) == 1 else "pipeline"
-        self.params = _Stages(tuple(parts))
-        self.capture = capture
-        self.stages = tuple(parse_policy(s) for s in parts) + ((capture,) if capture else ())
+def Stages(spec: str, capture: Capture | None = None) -> SpecStages:
+    """The `a+b` stages of a spec, plus a Capture stage; named as the policy, or pipeline."""
+    parts = spec.split("+")
+    return SpecStages(parts[0].split(":")[0] if len(parts) == 1 else "pipeline", parts, capture)
 
 
 def play(trace: Trace, spec: str, **setup):
@@ -292,7 +248,7 @@ class ThinkingCheck:
     """After clear_thinking: exactly the newest `keep` assistant messages that had thinking still have it."""
 
     name = "thinking-check"
-    params = _NoParams()
+    params = NoParams()
 
     def __init__(self, session: Session, keep: int) -> None:
         self.had = {i for i, m in enumerate(session.messages) if m.role == "assistant" and m.thinking}

@@ -8,7 +8,6 @@ numbers are hand-checked in the comments (chars4 tokens, 4 tokens of framing a m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from ctxsim.counting import MessageSizer, blocks
 from ctxsim.errors import ParameterError
 from ctxsim.history import History
 from ctxsim.model import Message, Session, ToolCall, Trace, format_ts
-from ctxsim.policies import Context, parse_policy, policies
+from ctxsim.policies import Context, NoParams, Stages, parse_policy, policies
 from ctxsim.policies.scored import register_scorer, tiers
 from ctxsim.policies.tiered import COMPACTION_MARKER
 from ctxsim.policies.truncate import split_lines, truncate_text
@@ -32,16 +31,11 @@ def lines(n: int, tag: str = "l") -> str:
     return "\n".join(f"{tag}{i}" for i in range(n))
 
 
-@dataclass(frozen=True)
-class _NoParams:
-    pass
-
-
 class Recorder:
     """A last stage that edits nothing and keeps the history each request saw."""
 
     name = "recorder"
-    params: Any = _NoParams()
+    params: Any = NoParams()
 
     def __init__(self) -> None:
         self.seen: list[list[Message]] = []
@@ -49,13 +43,6 @@ class Recorder:
     def decide(self, ctx: Context) -> tuple:
         self.seen.append([item.message for item in ctx.history.items])
         return ()
-
-
-@dataclass
-class Stages:
-    name: str
-    stages: tuple
-    params: Any = _NoParams()
 
 
 def with_recorder(spec: str) -> tuple[Stages, Recorder]:

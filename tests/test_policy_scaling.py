@@ -26,7 +26,7 @@ import ctxsim.engine as engine
 from ctxsim.counting import MessageSizer
 from ctxsim.history import History
 from ctxsim.model import Trace
-from ctxsim.policies import policies
+from ctxsim.policies import NoParams, policies
 from ctxsim.policyspec import resolve
 from ctxsim.synth import synthesize
 from ctxsim.tokens import TokenCounter, get_tokenizer
@@ -56,11 +56,6 @@ SPECS: dict[str, list[str]] = {
     "truncate": ["truncate:on_append=false,max_lines=20", "truncate:max_lines=20"],
     "zones": ["zones:window=60000"],
 }
-
-
-@dataclass(frozen=True)
-class _NoParams:
-    pass
 
 
 @dataclass
@@ -187,7 +182,7 @@ def test_the_counting_history_sees_a_whole_history_walk(traces, monkeypatch):
     """The instrument itself: a policy that walks the history every request is caught."""
 
     class Walker:
-        name, params = "walker", _NoParams()
+        name, params = "walker", NoParams()
 
         def decide(self, ctx: Any) -> tuple:
             sum(1 for _ in ctx.history.items)
