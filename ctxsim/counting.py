@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ctxsim.memo import IdentityMemo
 from ctxsim.model import Message, Session, ToolCall
 from ctxsim.tokens import TokenCounter
 
@@ -47,22 +48,20 @@ def blocks(message: Message) -> int:
     return max(n, 1)
 
 
+def _call_arguments(call: ToolCall) -> str:
+    return arguments_text(call.arguments)
+
+
 class MessageSizer:
     """Token size of messages, system prompt and tools, with a shared memo."""
 
     def __init__(self, counter: TokenCounter, framing: Framing | None = None) -> None:
         self.counter = counter
         self.framing = framing or Framing()
-        # call -> its arguments' JSON; the entry holds the call, so its id is never reused meanwhile
-        self._args: dict[int, tuple[ToolCall, str]] = {}
+        self._args: IdentityMemo[ToolCall, str] = IdentityMemo()  # call -> its arguments' JSON
 
     def _arguments(self, call: ToolCall) -> str:
-        hit = self._args.get(id(call))
-        if hit is not None and hit[0] is call:
-            return hit[1]
-        text = arguments_text(call.arguments)
-        self._args[id(call)] = (call, text)
-        return text
+        return self._args.get_or(call, _call_arguments)
 
     def message(self, message: Message) -> int:
         f = self.framing

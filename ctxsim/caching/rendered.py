@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from ctxsim.caching import CacheInfo, CacheResult, register
 from ctxsim.counting import arguments_text
 from ctxsim.history import History, Item
+from ctxsim.memo import IdentityMemo
 from ctxsim.model import Message
 from ctxsim.params import field_doc
 
@@ -106,23 +107,21 @@ def diverge(prev: Sequence[bytes], tail: Sequence[bytes], start: int, start_byte
     return Divergence(shared, start + ti, to)
 
 
+def _render_item(item: Item) -> bytes:
+    return render(item.message)
+
+
 class Renderer:
     """Renders history items once each (memo by item identity)."""
 
     def __init__(self) -> None:
-        self._memo: dict[int, tuple[Item, bytes]] = {}
+        self._memo: IdentityMemo[Item, bytes] = IdentityMemo()
 
     def __call__(self, item: Item) -> bytes:
-        hit = self._memo.get(id(item))
-        if hit is not None and hit[0] is item:
-            return hit[1]
-        text = render(item.message)
-        self._memo[id(item)] = (item, text)
-        return text
+        return self._memo.get_or(item, _render_item)
 
     def keep_only(self, items: Sequence[Item]) -> None:
-        live = {id(i) for i in items}
-        self._memo = {k: v for k, v in self._memo.items() if k in live}
+        self._memo.keep_only(items)
 
 
 @dataclass

@@ -20,6 +20,7 @@ from typing import Literal
 
 from ctxsim.counting import arguments_text
 from ctxsim.history import Edit, History, Item, Splice
+from ctxsim.memo import IdentityMemo
 from ctxsim.model import ToolCall
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
@@ -102,7 +103,7 @@ class ClearPolicy:
         self._history: History | None = None
         self._seen = 0  # how much of history.log has been looked at
         self._results: list[Item] = []  # tool results in arrival order (may include dead ones)
-        self._stubs: dict[int, tuple[Item, Item]] = {}  # id(result) -> (result, its stub)
+        self._stubs: IdentityMemo[Item, Item] = IdentityMemo()  # result -> its stub
         # The stale results of the last decision, and the running sum of what their stubs free:
         # a request usually adds one stale result to them, so the sum grows by one term.
         self._stale: list[Item] = []
@@ -110,7 +111,7 @@ class ClearPolicy:
 
     def _sync(self, history: History) -> None:
         if history is not self._history:  # a new session: start over
-            self._history, self._seen, self._results, self._stubs = history, 0, [], {}
+            self._history, self._seen, self._results, self._stubs = history, 0, [], IdentityMemo()
             self._stale, self._freed = [], [0]
         log = history.log
         self._results.extend(it for it in log[self._seen:] if it.message.role == "tool")
@@ -127,9 +128,9 @@ class ClearPolicy:
         self._results = results
 
     def _stub(self, history: History, item: Item) -> Item:
-        known = self._stubs.get(id(item))
-        if known is not None and known[0] is item:
-            return known[1]
+        known = self._stubs.get(item)
+        if known is not None:
+            return known
         p = self.params
         m = item.message
         call = self._call(history, m.tool_call_id)
@@ -139,8 +140,7 @@ class ClearPolicy:
                              tokens=item.tokens, error=f" First error: {error}" if error else "")
         stub = history.item(m.with_content(text), origin=item.origin, cleared=True)
         stub.alive = False  # until the engine splices it in
-        self._stubs[id(item)] = (item, stub)
-        return stub
+        return self._stubs.put(item, stub)
 
     def _stubs_free(self, history: History, stale: list[Item]) -> int:
         """Tokens the stubs of `stale` would free, extending the last sum when `stale` extends the last list."""
@@ -165,7 +165,7 @@ class ClearPolicy:
             return ()
         self._sync(history)
         if p.trigger_type == "tool_uses":
-            stubs_in_context = sum(1 for _, stub in self._stubs.values() if stub.alive)
+            stubs_in_context = sum(1 for stub in self._stubs.values() if stub.alive)
             if len(self._results) + stubs_in_context <= p.trigger:  # cleared uses still count
                 return ()
         candidates = [it for it in self._results

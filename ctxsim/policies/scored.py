@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from ctxsim.counting import arguments_text
 from ctxsim.history import Edit, History, Item
+from ctxsim.memo import IdentityMemo
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
 from ctxsim.policies.recent import EditWatch, drop_splices, protected_units, units
@@ -51,6 +52,10 @@ def words(text: str) -> frozenset[str]:
         # lowering the ASCII text then gives the same words, lowered, at C speed.
         text = text.encode("ascii", "replace").decode("ascii")
     return frozenset(WORD.findall(text.lower()))
+
+
+def _alive(item: Item) -> bool:
+    return item.alive
 
 
 def _lexical(query: frozenset[str], doc: frozenset[str]) -> float:
@@ -174,7 +179,7 @@ class ScoredPolicy:
     def __init__(self, params: ScoredParams) -> None:
         self.params = params
         p = params
-        self._words: dict[int, tuple[Item, str, frozenset[str]]] = {}  # id(item) -> item, its text, words
+        self._words: IdentityMemo[Item, tuple[str, frozenset[str]]] = IdentityMemo()  # item -> its text, words
         self._texts: dict[str, frozenset[str]] = {}  # text -> words, for the items in _words
         self._bounded = (p.relevance in BUILTIN_SCORERS and p.recency_weight >= 0 and p.relevance_weight >= 0
                          and all(math.isfinite(x) for x in (*p.tier_bias, p.recency_weight, p.relevance_weight)))
@@ -183,9 +188,9 @@ class ScoredPolicy:
         self._reset(None)
 
     def _item_words(self, item: Item) -> frozenset[str]:
-        hit = self._words.get(id(item))
-        if hit is not None and hit[0] is item:
-            return hit[2]
+        hit = self._words.get(item)
+        if hit is not None:
+            return hit[1]
         m = item.message
         if m.tool_calls or m.thinking:
             calls = [f"{c.name} {arguments_text(c.arguments)}" for c in m.tool_calls]
@@ -196,7 +201,7 @@ class ScoredPolicy:
         found = self._texts.get(text)
         if found is None:
             found = self._texts[text] = words(text)
-        self._words[id(item)] = (item, text, found)
+        self._words.put(item, (text, found))
         return found
 
     def budget(self, ctx: Context) -> int:
@@ -232,10 +237,10 @@ class ScoredPolicy:
     # ------------------------------------------------------------ what the policy keeps per session
     def _reset(self, history: History | None) -> None:
         if history is not self._history:
-            self._words, self._texts = {}, {}
+            self._words, self._texts = IdentityMemo(), {}
         else:  # a rebuild: forget the words of items no longer in the history
-            self._words = {k: v for k, v in self._words.items() if v[0].alive}
-            self._texts = {text: found for _, text, found in self._words.values()}
+            self._words.keep(_alive)
+            self._texts = dict(self._words.values())
         self._history = history
         self._done: Item | None = None  # the last item whose unit was filed (or found never evictable)
         self._lists: dict[int, list[_Unit]] = {1: [], 2: [], 3: [], 4: []}  # filed units by tier, history order
