@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any, NamedTuple
 
 from ctxsim.caching import CacheModel, CacheResult, CacheSpec, cache_spec
@@ -133,7 +132,7 @@ class Replayer:
         self.sizer = sizer
         self.setup = setup or Setup()
         self.resolved, self.pricer = resolve(trace, self.setup)
-        self._ts = _Ts()
+        ts = _Ts()  # each distinct timestamp parsed once
         # Every run appends the same recorded messages: what the engine needs of each (size,
         # content blocks, time, pinned, composition column) is worked out once, here, for all runs.
         pin = set(self.setup.pin_tools)
@@ -141,7 +140,7 @@ class Replayer:
         for session in trace.sessions:
             sizer.prime(session)
             self._recorded.append([
-                _Recorded(sizer.message(m), blocks(m), self._ts(m.ts) if m.ts else None,
+                _Recorded(sizer.message(m), blocks(m), ts(m.ts) if m.ts else None,
                           m.role == "system" or bool(m.extra.get("pinned")) or (m.role == "tool" and m.name in pin),
                           column_of(m))
                 for m in session.messages])
@@ -257,5 +256,4 @@ class Replayer:
         )
 
 
-ZERO = Decimal(0)
 __all__ = ["Replayer", "Setup", "PolicyRun", "Framing"]
