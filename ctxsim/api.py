@@ -65,6 +65,12 @@ def gc_paused() -> Iterator[None]:
     A replay allocates many small objects that hold no cycles (rows, items, messages); the
     collector would keep re-scanning all of them and the trace, for nothing. Reference counting
     still frees memory; the collector runs again afterwards.
+
+    On the way out, what the replay made and kept (the runs' rows, about 100,000 objects for 8
+    runs of 2,400 requests) is moved to the oldest generation as it is: re-enabling the collector
+    would otherwise scan all of it at the next allocation (about 30 ms), to find it alive. It is
+    looked at again by the next full collection, with the rest of the old objects. Skipped when
+    the caller froze objects of its own (`gc.unfreeze` would release them too).
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -72,6 +78,9 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()  # every tracked object to the permanent generation, in constant time...
+                gc.unfreeze()  # ...and back into the oldest one
             gc.enable()
 
 

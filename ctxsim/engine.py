@@ -18,7 +18,8 @@ from ctxsim.caching import CacheModel, CacheResult, CacheSpec, cache_spec
 from ctxsim.composition import Composition, column_of
 from ctxsim.counting import Framing, MessageSizer, blocks
 from ctxsim.history import History, Item, SideCall
-from ctxsim.meter import EventRecord, Row, Totals, rows_from_columns, rows_to_columns
+from ctxsim.meter import (EventRecord, Row, Totals, events_from_columns, events_to_columns, rows_from_columns,
+                          rows_to_columns)
 from ctxsim.model import Message, Session, Trace, parse_ts
 from ctxsim.policies import Context, Policy, effective
 from ctxsim.pricing import Bill, Pricer
@@ -74,21 +75,65 @@ def resolve(trace: Trace, setup: Setup) -> tuple[Resolved, Pricer]:
     return Resolved(pricer.provider_id, model, pricer.model_id, window, cache_spec(spec)), pricer
 
 
-@dataclass
 class PolicyRun:
-    policy: dict[str, Any]
-    rows: list[Row]
-    events: list[EventRecord]
-    totals: Totals
-    composition: Composition | None = None
+    """One policy's replay: its rows, events, totals and composition.
+
+    A run that came back from a worker process arrives packed, its rows and events as columns,
+    and is unpacked when they are first read: a compare table reads only the totals.
+    """
+
+    __slots__ = ("policy", "totals", "composition", "_rows", "_events", "_packed")
+
+    def __init__(self, policy: dict[str, Any], rows: list[Row], events: list[EventRecord], totals: Totals,
+                 composition: Composition | None = None) -> None:
+        self.policy = policy
+        self.totals = totals
+        self.composition = composition
+        self._rows: list[Row] | None = rows
+        self._events: list[EventRecord] | None = events
+        self._packed: tuple[list[list[Any]], list[list[Any]]] | None = None
+
+    @property
+    def rows(self) -> list[Row]:
+        if self._rows is None:
+            self._unpack()
+        return self._rows  # type: ignore[return-value]
+
+    @rows.setter
+    def rows(self, rows: list[Row]) -> None:
+        self._unpack()
+        self._rows = rows
+
+    @property
+    def events(self) -> list[EventRecord]:
+        if self._events is None:
+            self._unpack()
+        return self._events  # type: ignore[return-value]
+
+    @events.setter
+    def events(self, events: list[EventRecord]) -> None:
+        self._unpack()
+        self._events = events
+
+    def _unpack(self) -> None:
+        if self._packed is not None:
+            rows, events = self._packed
+            self._rows, self._events, self._packed = rows_from_columns(rows), events_from_columns(events), None
+
+    def _columns(self) -> tuple[list[list[Any]], list[list[Any]]]:
+        if self._packed is not None:
+            return self._packed
+        return rows_to_columns(self.rows), events_to_columns(self.events)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return _policy_run, (self.policy, rows_to_columns(self.rows), self.events, self.totals, self.composition)
+        return _policy_run, (self.policy, self._columns(), self.totals, self.composition)
 
 
-def _policy_run(policy: dict[str, Any], columns: list[list[Any]], events: list[EventRecord], totals: Totals,
+def _policy_run(policy: dict[str, Any], packed: tuple[list[list[Any]], list[list[Any]]], totals: Totals,
                 composition: Composition | None) -> PolicyRun:
-    return PolicyRun(policy, rows_from_columns(columns), events, totals, composition)
+    run = PolicyRun(policy, None, None, totals, composition)  # type: ignore[arg-type]
+    run._packed = packed
+    return run
 
 
 @dataclass

@@ -103,6 +103,18 @@ class EventRecord:
         return f"request {self.request}: {self.note} (-{self.freed_tokens:,})"
 
 
+_EVENT_FIELDS = tuple(f.name for f in fields(EventRecord))
+
+
+def events_to_columns(events: list[EventRecord]) -> list[list[Any]]:
+    """Events as one list per field, as rows travel (a frozen record unpickles field by field)."""
+    return [list(map(attrgetter(name), events)) for name in _EVENT_FIELDS]
+
+
+def events_from_columns(columns: list[list[Any]]) -> list[EventRecord]:
+    return [EventRecord(*event) for event in zip(*columns, strict=True)]
+
+
 def percentile(values: list[int], q: float) -> int:
     """Nearest-rank percentile (q in 0..100); 0 for no values."""
     if not values:
