@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
-
-from ctxsim.memo import IdentityMemo
-from ctxsim.model import Message, Session, ToolCall
+from ctxsim.model import Message, Session
 from ctxsim.tokens import TokenCounter
 
 
@@ -31,15 +28,6 @@ class Framing:
     scale: float = 1.0  # calibration: billed tokens per counted token (e.g. Claude's tokenizer vs o200k)
 
 
-def arguments_text(arguments: Any) -> str:
-    """The JSON a provider sees for a tool call's arguments (compact, key order kept)."""
-    if arguments is None:
-        return ""
-    if isinstance(arguments, str):
-        return arguments
-    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
-
-
 def blocks(message: Message) -> int:
     """Content blocks as Anthropic counts them for the cache lookback."""
     if message.role != "assistant":
@@ -48,20 +36,12 @@ def blocks(message: Message) -> int:
     return max(n, 1)
 
 
-def _call_arguments(call: ToolCall) -> str:
-    return arguments_text(call.arguments)
-
-
 class MessageSizer:
     """Token size of messages, system prompt and tools, with a shared memo."""
 
     def __init__(self, counter: TokenCounter, framing: Framing | None = None) -> None:
         self.counter = counter
         self.framing = framing or Framing()
-        self._args: IdentityMemo[ToolCall, str] = IdentityMemo()  # call -> its arguments' JSON
-
-    def _arguments(self, call: ToolCall) -> str:
-        return self._args.get_or(call, _call_arguments)
 
     def message(self, message: Message) -> int:
         f = self.framing
@@ -72,7 +52,7 @@ class MessageSizer:
         for call in message.tool_calls:
             n += f.tool_call_tokens
             if f.count_call_arguments:
-                n += count(self._arguments(call))
+                n += count(call.arguments_json)
             if f.count_call_name:
                 n += count(call.name)
         if message.role == "tool":
@@ -108,7 +88,7 @@ class MessageSizer:
                 texts.append(message.thinking)
             for call in message.tool_calls:
                 texts.append(call.name)
-                texts.append(self._arguments(call))
+                texts.append(call.arguments_json)
             if message.role == "tool" and message.name:
                 texts.append(message.name)
         if session.system:

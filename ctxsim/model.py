@@ -8,6 +8,7 @@ the whole prompt and the cache fields are parts of it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
@@ -61,12 +62,35 @@ class Usage:
         )
 
 
+def arguments_text(arguments: Any) -> str:
+    """The JSON a provider sees for a tool call's arguments (compact, key order kept)."""
+    if arguments is None:
+        return ""
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     id: str
     name: str
     arguments: Any = None
     extra: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, compare=False)
+    _json: str | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def arguments_json(self) -> str:
+        """`arguments_text(self.arguments)`, made the first time it is asked for, then kept.
+
+        Counting, rendering, scoring and summarising all read it; a call is frozen, so the
+        text cannot go stale.
+        """
+        text = self._json
+        if text is None:
+            text = arguments_text(self.arguments)
+            object.__setattr__(self, "_json", text)
+        return text
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal
+from functools import cache
 from importlib.metadata import version
 from typing import Any, NamedTuple
 
@@ -24,10 +25,12 @@ ONE_HOUR_WRITE_MULTIPLIER = Decimal(2)  # Anthropic: 1-hour writes are 2x base i
 MTOK = Decimal(1_000_000)
 
 
+@cache  # read from the installed package's metadata: the same for the life of the process
 def price_data_version() -> str:
     return f"genai-prices {version('genai-prices')}"
 
 
+@cache
 def price_data_latest_change() -> str | None:
     """The newest dated price change in the bundled price data (ISO date): how recent the data is.
 

@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ctxsim.caching import CacheInfo, CacheResult, register
-from ctxsim.counting import arguments_text
 from ctxsim.history import History, Item
 from ctxsim.memo import IdentityMemo
 from ctxsim.model import Message
@@ -49,7 +48,7 @@ def render(message: Message) -> bytes:
     if message.content:
         out.append("<text>" + message.content)
     for call in message.tool_calls:
-        out.append(f"<tool_use id={call.id} {call.name}>" + arguments_text(call.arguments))
+        out.append(f"<tool_use id={call.id} {call.name}>" + call.arguments_json)
     return "".join(out).encode("utf-8")
 
 

@@ -18,7 +18,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from ctxsim.counting import arguments_text
 from ctxsim.history import Edit, History, Item, Splice
 from ctxsim.memo import IdentityMemo
 from ctxsim.model import ToolCall
@@ -85,7 +84,7 @@ def short_args(call: ToolCall | None) -> str:
         (value,) = args.values()
         if isinstance(value, str):
             return value[:200]
-    return arguments_text(args)[:200]
+    return call.arguments_json[:200]
 
 
 class ClearPolicy:

@@ -34,7 +34,6 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ctxsim.counting import arguments_text
 from ctxsim.history import Edit, History, Item
 from ctxsim.memo import IdentityMemo
 from ctxsim.params import field_doc
@@ -193,7 +192,7 @@ class ScoredPolicy:
             return hit[1]
         m = item.message
         if m.tool_calls or m.thinking:
-            calls = [f"{c.name} {arguments_text(c.arguments)}" for c in m.tool_calls]
+            calls = [f"{c.name} {c.arguments_json}" for c in m.tool_calls]
             text = " ".join([m.content, m.thinking or "", *calls])
         else:  # joining would only add a separator; the content keeps its hash for the look-up
             text = m.content

@@ -20,7 +20,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ctxsim.counting import arguments_text
 from ctxsim.model import Message, ToolCall
 from ctxsim.summarizers.extractive import NOTES_LINE, ExtractiveSummarizer
 
@@ -88,7 +87,7 @@ def transcript(messages: Sequence[Message], turns: Sequence[int | None] | None =
         head = f"[{label}, turn {turn}]" if turn is not None else f"[{label}]"
         parts = [m.content] if m.content else []
         for call in m.tool_calls:
-            parts.append(f"(calls {call.name} {arguments_text(call.arguments)})")
+            parts.append(f"(calls {call.name} {call.arguments_json})")
         blocks.append(head + " " + "\n".join(parts))
     return "\n\n".join(blocks)
 
