@@ -18,12 +18,16 @@ tool calls, `summary`), `cleared` (stubs that replaced cleared content) and
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import zip_longest
 from dataclasses import dataclass, field
 from typing import Any
 
 from ctxsim.errors import CtxsimError
 
 VERSION = 1
+# One session's snapshots: its history's columns (as they end), the request numbers, and each
+# request's column values.
+Snapshots = tuple[dict[str, int], list[int], list[tuple[int, ...]]]
 HEAD = "tools+system"
 FIXED = (HEAD, "system", "user", "assistant", "summary", "cleared")
 
@@ -69,10 +73,25 @@ class Composition:
         return cls(list(columns), [int(r) for r in requests], [[int(v) for v in row] for row in tokens])
 
     @classmethod
-    def of(cls, snapshots: Sequence[tuple[int, dict[str, int]]]) -> Composition:
-        seen = {key for _, snap in snapshots for key, value in snap.items() if value}
-        columns = [c for c in FIXED if c in seen] + sorted(k for k in seen if k not in FIXED)
-        return cls(columns, [r for r, _ in snapshots], [[snap.get(c, 0) for c in columns] for _, snap in snapshots])
+    def of(cls, sessions: Sequence[Snapshots]) -> Composition:
+        """From each session's snapshots: its history's column counts, and per request the
+        request's number and the counts' values then (`tuple(columns.values())`).
+
+        A history only ever adds columns, in order (a column that empties stays, at 0), so the
+        values of a snapshot line up with the first columns of its history as it ends.
+        """
+        series: dict[str, list[int]] = {}  # column -> its tokens at every request so far
+        requests: list[int] = []
+        for columns, numbers, values in sessions:
+            for key, tokens in zip(columns, zip_longest(*values, fillvalue=0)):
+                series.setdefault(key, [0] * len(requests)).extend(tokens)
+            requests.extend(numbers)
+            for tokens in series.values():  # columns this session did not have
+                tokens.extend([0] * (len(requests) - len(tokens)))
+        seen = {key for key, tokens in series.items() if any(tokens)}
+        names = [c for c in FIXED if c in seen] + sorted(k for k in seen if k not in FIXED)
+        rows = [list(row) for row in zip(*(series[c] for c in names))] if names else [[] for _ in requests]
+        return cls(names, requests, rows)
 
     def series(self) -> dict[str, list[int]]:
         return {c: [row[j] for row in self.tokens] for j, c in enumerate(self.columns)}

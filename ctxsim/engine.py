@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ctxsim.caching import CacheModel, CacheResult, CacheSpec, cache_spec
-from ctxsim.composition import Composition, column_of
+from ctxsim.composition import Composition, Snapshots, column_of
 from ctxsim.counting import Framing, MessageSizer, blocks
 from ctxsim.history import History, Item, SideCall
 from ctxsim.meter import (EventRecord, Row, Totals, events_from_columns, events_to_columns, rows_from_columns,
@@ -141,7 +141,7 @@ class _RunState:
     rows: list[Row] = field(default_factory=list)
     events: list[EventRecord] = field(default_factory=list)
     requests: int = 0
-    composition: list[tuple[int, dict[str, int]]] = field(default_factory=list)
+    composition: list[Snapshots] = field(default_factory=list)
 
 
 class _Recorded(NamedTuple):
@@ -217,7 +217,10 @@ class Replayer:
         crossed: set[int] = set()
         index = 0
         append = history.append
-        composition = state.composition
+        numbers: list[int] = []  # each request's number and its composition (Composition.of)
+        snapshots: list[tuple[int, ...]] = []
+        state.composition.append((history.composition, numbers, snapshots))
+        columns = history.composition.values
         for origin, message in enumerate(session.messages):
             size, n_blocks, ts_s, pinned, column = recorded[origin]
             if message.role != "assistant":
@@ -250,7 +253,8 @@ class Replayer:
                     for call in edit.calls:
                         rows.append(self._side_row(number, session, call, message.ts, request_ts, window))
             prompt = history.prompt_tokens
-            composition.append((number, history.composition.copy()))
+            numbers.append(number)
+            snapshots.append(tuple(columns()))
             shared = history.prefix_tokens(min(valid, len(history))) if prev_items else 0
             rewrite = prev_items > 0 and valid < prev_items
             output = message.usage.output_tokens if message.usage and message.usage.output_tokens else size

@@ -554,3 +554,19 @@ def test_diff_pairs_one_policy_each_side_whatever_their_labels(tmp_path: Path):
     res = invoke("diff", base, new, "--fail-above", "5%")
     assert res.exit_code == 1 and "clear:trigger=60000 → none" in res.stderr
     assert invoke("diff", new, base, "--fail-above", "5%").exit_code == 0
+
+
+def test_composition_across_sessions_lines_up_columns_by_name():
+    # Session 1 grows from 2 to 3 columns; session 2 has its own order, a column session 1 never
+    # had, and one that is 0 at every request (left out). Expected table worked out by hand.
+    first = {"tools+system": 0, "user": 0, "tool:bash": 0}
+    second = {"tools+system": 0, "tool:read": 0, "assistant": 0, "user": 0}
+    comp = Composition.of([
+        (first, [1, 2], [(10, 5), (10, 7, 30)]),
+        (second, [3, 4], [(20, 40), (20, 0, 0, 9)]),
+    ])
+    assert comp.columns == ["tools+system", "user", "tool:bash", "tool:read"]
+    assert comp.requests == [1, 2, 3, 4]
+    assert comp.tokens == [[10, 5, 0, 0], [10, 7, 30, 0], [20, 0, 0, 40], [20, 9, 0, 0]]
+    assert Composition.of([(first, [], [])]) == Composition([], [], [])
+    assert Composition.of([({"tools+system": 0}, [1], [(0,)])]).tokens == [[]]

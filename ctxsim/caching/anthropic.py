@@ -42,18 +42,13 @@ class AnthropicParams:
             raise ValueError("between 1 and 4 breakpoints (Anthropic allows at most 4)")
 
 
-@dataclass(slots=True)
-class _Entry:
-    expires_s: float | None
-
-
 class AnthropicCache:
     name = "anthropic"
 
     def __init__(self, params: AnthropicParams, model: str | None) -> None:
         self.params = params
         self.model = model
-        self._entries: dict[int, _Entry] = {}  # boundary (items covered) -> entry
+        self._entries: dict[int, float | None] = {}  # boundary (items covered) -> when it expires
         self._bounds: list[int] = []  # the entries' boundaries, sorted
         self._rules: dict | None = None
         self._resolved: tuple[int, int, float] | None = None
@@ -102,50 +97,63 @@ class AnthropicCache:
         """(with the trace's timing, with a cache that never expires): one walk for both."""
         minimum, lookback, ttl_s = self._settings(ts_s)
         n = len(history)
-        positions = [p for p in self._positions(n) if history.prefix_tokens(p) >= minimum and
-                     (p > 0 or history.base_tokens > 0)]
+        prefix = history.prefix_tokens
+        head = history.base_tokens > 0  # nothing to cache before the first message without one
+        if self._usual:
+            positions = [0] if head and prefix(0) >= minimum else []
+            if n and prefix(n) >= minimum:
+                positions.append(n)
+        else:
+            positions = [p for p in self._positions(n) if prefix(p) >= minimum and (p > 0 or head)]
         if not positions:
             return NOTHING, NOTHING
         hit = warm_hit = -1
         hits: list[int] = []
         bounds = self._bounds
         entries = self._entries
+        blocks = history.prefix_blocks
         for p in positions:
-            top = history.prefix_blocks(p)
+            top = blocks(p)
             warm_found = False
             for k in range(bisect_right(bounds, p) - 1, -1, -1):
                 b = bounds[k]
-                if top - history.prefix_blocks(b) > lookback:
+                if top - blocks(b) > lookback:
                     break
                 if not warm_found:
                     warm_found = True
-                    warm_hit = max(warm_hit, b)
-                expires = entries[b].expires_s
+                    if b > warm_hit:
+                        warm_hit = b
+                expires = entries[b]
                 if ts_s is None or expires is None or ts_s <= expires:
                     hits.append(b)
-                    hit = max(hit, b)
+                    if b > hit:
+                        hit = b
                     break
         expiry = None if ts_s is None else ts_s + ttl_s
         for b in hits:  # a read refreshes the TTL
-            entries[b].expires_s = expiry
+            entries[b] = expiry
         last = positions[-1]
-        last_tokens = history.prefix_tokens(last)
-        results = []
-        for found in (hit, warm_hit) if warm_hit != hit else (hit,):
-            read = history.prefix_tokens(found) if found >= 0 else 0
-            written = last_tokens - read if last > found else 0
-            results.append(CacheResult(read, 0, written) if self._hour else CacheResult(read, written, 0))
-        for p in positions:
+        last_tokens = prefix(last)
+        read = prefix(hit) if hit >= 0 else 0
+        written = last_tokens - read if last > hit else 0
+        real = CacheResult(read, 0, written) if self._hour else CacheResult(read, written, 0)
+        if warm_hit == hit:
+            warm = real
+        else:
+            read = prefix(warm_hit) if warm_hit >= 0 else 0
+            written = last_tokens - read if last > warm_hit else 0
+            warm = CacheResult(read, 0, written) if self._hour else CacheResult(read, written, 0)
+        for p in positions:  # written, or refreshed: a position past the hit was written again
             if p not in entries:
                 insort(bounds, p)
-                entries[p] = _Entry(expiry)
+                entries[p] = expiry
             elif p > hit:
-                entries[p].expires_s = expiry
+                entries[p] = expiry
         if len(bounds) > MAX_ENTRIES:  # forget the oldest prefixes but the first (tools + system)
             for b in bounds[1 : len(bounds) - MAX_ENTRIES + 1]:
                 del entries[b]
             del bounds[1 : len(bounds) - MAX_ENTRIES + 1]
-        return results[0], results[-1]
+        return real, warm
 
 
 def _factory(params: AnthropicParams, model: str | None) -> AnthropicCache:
