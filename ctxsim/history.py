@@ -195,7 +195,13 @@ class History:
                 key = category(item)
                 comp[key] = comp.get(key, 0) + item.tokens
         self._check_orphans(removed, [i for s in splices for i in s.new], policy)
-        self._recompute(first)
+        if all(len(s.new) == s.end - s.start for s in splices):  # item for item (stubs): nothing moves
+            for s in splices:
+                for pos, item in enumerate(s.new, s.start):
+                    item.pos = pos
+            self._resum(first)
+        else:
+            self._recompute(first)
         touched = sum(max(s.end - s.start, len(s.new)) for s in splices)
         return Applied(edit.kind, edit.note, touched, before, self.prompt_tokens, first)
 
@@ -223,5 +229,8 @@ class History:
     def _recompute(self, start: int) -> None:
         for pos, item in enumerate(self.items[start:], start):
             item.pos = pos
+        self._resum(start)
+
+    def _resum(self, start: int) -> None:
         self._cum_tokens[start:] = accumulate(self._tokens[start:], initial=self._cum_tokens[start])
         self._cum_blocks[start:] = accumulate(self._nblocks[start:], initial=self._cum_blocks[start])
