@@ -43,7 +43,9 @@ def available_cores() -> int:
 
 
 def can_fork() -> bool:
-    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+    """Linux, and not inside a worker (a worker is a daemon process, which may not start others)."""
+    return (sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+            and not multiprocessing.current_process().daemon)
 
 
 def plan_jobs(jobs: int | None, tasks: int, work_requests: int) -> int:
@@ -149,6 +151,7 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
         return [arrived[i] for i in range(count)]
     global _task
     order = list(first if first is not None else range(count))
+    outer = _task  # a task of an outer run_ordered (in a worker) that calls this one
     try:
         channel = _Channel(context, folder)
         _task = task
@@ -164,8 +167,10 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
             while len(arrived) < count:
                 finish(*channel.receive(workers))  # type: ignore[arg-type]
         finally:
-            _task = None
+            _task = outer
             for worker in workers:
+                if worker.pid is None:  # never started (the error is on its way up)
+                    continue
                 if worker.is_alive():
                     worker.terminate()
                 worker.join()

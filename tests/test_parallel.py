@@ -149,3 +149,44 @@ def test_jobs_below_one_is_refused(tmp_path: Path, trace) -> None:  # type: igno
     res = CliRunner().invoke(app, ["compare", str(path), "--policies", "clear", "-j", "0"])
     assert res.exit_code == 2
     assert "--jobs must be at least 1" in res.output
+
+
+@needs_fork
+def test_a_big_batch_is_counted_on_several_processes_with_the_same_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ctxsim.tokens.bpe as bpe
+    from ctxsim.tokens import get_tokenizer
+
+    tokenizer = get_tokenizer("o200k_base")
+    texts = [f"line {i}: Traceback (most recent call last) é {'x' * (i % 37)} <|endoftext|>" for i in range(301)]
+    one_by_one = [len(tokenizer._encoding.encode_ordinary(t)) for t in texts]  # type: ignore[attr-defined]
+    jobs: list[int] = []
+
+    def recorded(task, count, n, *rest):  # type: ignore[no-untyped-def]
+        jobs.append(n)
+        return run_ordered(task, count, n, *rest)
+
+    monkeypatch.setattr(bpe, "run_ordered", recorded)
+    monkeypatch.setattr(bpe, "PARALLEL_CHARS", 1)
+    assert tokenizer.count_batch(texts) == one_by_one
+    assert jobs and jobs[0] >= 2  # it did go to a second process
+    assert tokenizer.count_batch(texts[:1]) == one_by_one[:1]  # one text: counted here
+    assert jobs == jobs[:1]
+    monkeypatch.setattr(bpe, "PARALLEL_CHARS", 10**9)
+    assert tokenizer.count_batch(texts) == one_by_one and len(jobs) == 1  # small: no process started
+
+
+def _counts_in_a_worker(i: int) -> list[int]:
+    from ctxsim.tokens import get_tokenizer
+
+    return get_tokenizer("o200k_base").count_batch([f"text {i} " * k for k in range(1, 40)])
+
+
+@needs_fork
+def test_a_task_may_share_out_work_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A run's policy counts a big batch: here it is shared out again (a run_ordered inside a task),
+    # in a worker (a daemon process, which may not start others) it is counted in place; the
+    # outer tasks go on either way.
+    import ctxsim.tokens.bpe as bpe
+
+    monkeypatch.setattr(bpe, "PARALLEL_CHARS", 1)
+    assert run_ordered(_counts_in_a_worker, 5, 2) == [_counts_in_a_worker(i) for i in range(5)]

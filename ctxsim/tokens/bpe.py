@@ -18,9 +18,13 @@ import tiktoken
 from tiktoken_ext import openai_public
 
 from ctxsim.errors import CtxsimError
+from ctxsim.parallel import available_cores, can_fork, run_ordered
 from ctxsim.tokens import TokenizerInfo, register
 
 ENCODINGS = ("o200k_base", "cl100k_base")
+# From this many characters in one batch, counting is shared out between processes: starting one
+# costs about 10 ms, the time of counting some 200,000 characters.
+PARALLEL_CHARS = 1_000_000
 
 
 def load_ranks(name: str, expected_hash: str) -> dict[bytes, int]:
@@ -65,10 +69,24 @@ class BpeTokenizer:
         self._encoding = encoding(name)
 
     def count_batch(self, texts: list[str]) -> list[int]:
-        # Special-token strings in traces are plain text to the counter.
-        if len(texts) == 1:
-            return [len(self._encoding.encode_ordinary(texts[0]))]
-        return [len(ids) for ids in self._encoding.encode_ordinary_batch(texts, num_threads=2)]
+        """Token counts of `texts`; a big batch is shared out between processes, one per core.
+
+        tiktoken's own threads gain nothing here: on 4.9 MB of tool output, one process counts
+        in 0.24 s, tiktoken's two threads in 0.26-0.35 s (for 0.45-0.6 s of CPU), two processes
+        in 0.13-0.19 s. A forked process inherits the texts; only the counts come back.
+        """
+        jobs = min(available_cores(), len(texts)) if sum(map(len, texts)) >= PARALLEL_CHARS and can_fork() else 1
+        if jobs <= 1:
+            return self._count(texts)
+        shares = [texts[i::jobs] for i in range(jobs)]  # interleaved: about the same size each
+        counts: list[int] = [0] * len(texts)
+        for i, share in enumerate(run_ordered(lambda i: self._count(shares[i]), jobs, jobs)):
+            counts[i::jobs] = share
+        return counts
+
+    def _count(self, texts: list[str]) -> list[int]:
+        encode = self._encoding.encode_ordinary  # special-token strings in traces are plain text here
+        return [len(encode(text)) for text in texts]
 
 
 for _name in ENCODINGS:
