@@ -141,16 +141,23 @@ class History:
 
     def append(self, item: Item, column: str | None = None) -> None:
         """Add `item` at the end; `column` is its composition column when the caller knows it."""
-        item.pos = len(self.items)
+        items = self.items
+        item.pos = len(items)
         self.log.append(item)
-        self.items.append(item)
-        self._tokens.append(item.tokens)
+        items.append(item)
+        tokens = item.tokens
+        self._tokens.append(tokens)
         self._nblocks.append(item.blocks)
-        self._cum_tokens.append(self._cum_tokens[-1] + item.tokens)
-        self._cum_blocks.append(self._cum_blocks[-1] + item.blocks)
-        self._index(item)
+        cum = self._cum_tokens
+        cum.append(cum[-1] + tokens)
+        cum = self._cum_blocks
+        cum.append(cum[-1] + item.blocks)
+        message = item.message
+        if message.tool_calls or message.role == "tool":  # what _index looks at
+            self._index(item)
         key = column or category(item)
-        self.composition[key] = self.composition.get(key, 0) + item.tokens
+        comp = self.composition
+        comp[key] = comp.get(key, 0) + tokens
 
     def _index(self, item: Item) -> None:
         for call in item.message.tool_calls:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ctxsim.registry import Registry
 from ctxsim.errors import ParameterError
@@ -19,9 +19,11 @@ from ctxsim.model import Message
 from ctxsim.params import as_dict, build_params, split_spec
 
 
-@dataclass(frozen=True)
-class Context:
-    """What a policy sees before request `request` (1-based within the run)."""
+class Context(NamedTuple):
+    """What a policy sees before request `request` (1-based within the run).
+
+    A named tuple: the engine makes one per stage and request, and a tuple is made in C.
+    """
 
     history: History
     request: int
