@@ -108,6 +108,9 @@ class History:
         # Every item ever appended, in order (items a policy splices in are not logged). A policy
         # that keeps state reads `log[seen:]` to learn what arrived since it last decided: O(new).
         self.log: list[Item] = []
+        # Every splice applied, in order: (the items it removed, the items it put in their place).
+        # A policy that keeps state reads `journal[seen:]` to learn what other stages changed.
+        self.journal: list[tuple[tuple[Item, ...], tuple[Item, ...]]] = []
 
     # ------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -186,6 +189,7 @@ class History:
                         f"policy {policy}: edit touches pinned message (session index {item.origin})"
                     )
             removed.extend(old)
+            self.journal.append((tuple(old), s.new))
             self.items[s.start : s.end] = s.new
             self._tokens[s.start : s.end] = [item.tokens for item in s.new]
             self._nblocks[s.start : s.end] = [item.blocks for item in s.new]

@@ -461,3 +461,39 @@ def test_random_sessions_keep_the_invariants(trace, spec):
     for seen in rec.seen:
         calls = {c.id for m in seen for c in m.tool_calls}
         assert all(m.tool_call_id in calls for m in seen if m.role == "tool")
+
+
+@pytest.mark.parametrize("spec", ["pipeline:stages=[clear_thinking|mask|scored:budget=40000]",
+                                  "mask+scored:budget=30000", "clear:trigger=8000,keep=2,clear_at_least=1000+scored:budget=12000",
+                                  "scored:budget=30000"])
+def test_scored_following_other_stages_decides_as_starting_over(spec, monkeypatch):
+    """scored patches what it keeps with the stubs other stages put in, and keeps its lists filed
+    under the budget: the run is the same, byte for byte, as one that rebuilds from the history
+    whenever another stage edited it and files only when over the budget."""
+    from dataclasses import replace as dc_replace
+
+    from ctxsim.api import Options, replay_choices
+    from ctxsim.policies.scored import ScoredPolicy
+    from ctxsim.policyspec import resolve
+    from ctxsim.synth import synthesize
+
+    trace = synthesize("coding", turns=200, seed=5)
+    trace = dc_replace(trace, sessions=tuple(dc_replace(s, messages=tuple(
+        dc_replace(m, thinking=f"step {i}: read the output") if m.role == "assistant" else m
+        for i, m in enumerate(s.messages))) for s in trace.sessions))
+    followed: list[bool] = []
+    follow = ScoredPolicy._follow
+
+    def counted(self, replaced):  # type: ignore[no-untyped-def]
+        followed.append(follow(self, replaced))
+        return followed[-1]
+
+    monkeypatch.setattr(ScoredPolicy, "_follow", counted)
+    patched = replay_choices(trace, "t.jsonl", resolve([spec]), Options(jobs=1, tokenizer="chars4")).dumps()
+    assert any(e.kind == "evict" for e in replay_choices(trace, "t.jsonl", resolve([spec]),
+                                                         Options(jobs=1, tokenizer="chars4")).runs[0].events)
+    if "mask" in spec or "clear:" in spec:
+        assert any(followed), "the replacements were followed, not rebuilt from"
+    monkeypatch.setattr(ScoredPolicy, "_follow", lambda self, replaced: False)  # rebuild instead
+    monkeypatch.setattr(ScoredPolicy, "_keep_up", lambda self, history: None)  # file only when over
+    assert replay_choices(trace, "t.jsonl", resolve([spec]), Options(jobs=1, tokenizer="chars4")).dumps() == patched

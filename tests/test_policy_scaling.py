@@ -11,8 +11,8 @@ total at most 8x.
 Each policy gets specs that make it act early on both synthetic traces (the coding profile, every
 assistant message given some thinking so that `clear_thinking` acts too). What a policy reads
 from its own state is not counted; the policies keep only what is bounded by the context or by
-what arrived since they last decided. The one known exception is marked xfail (strict, so a fix
-shows): a stateful policy that follows another stage editing the history at every request.
+what arrived since they last decided. A stateful policy behind a stage that edits the history at
+every request (scored after mask) follows those edits through `history.journal`.
 """
 
 from __future__ import annotations
@@ -45,9 +45,8 @@ SPECS: dict[str, list[str]] = {
     "notes": ["notes:max_tokens=100"],
     "pipeline": ["pipeline:stages=[clear:trigger=30000|compact:trigger=30000]", "ctxkit",
                  "truncate+tiered:max_context_tokens=40000,compact_at=turn_end",
-                 pytest.param("pipeline:stages=[clear_thinking|mask|scored:budget=40000]", marks=pytest.mark.xfail(
-                     strict=True, reason="scored (like tiered and truncate) starts over from the history when "
-                     "another stage edited it (History does not say where); mask edits every request"))],
+                 # scored follows the stubs mask and clear_thinking put in at every request
+                 "pipeline:stages=[clear_thinking|mask|scored:budget=40000]"],
     "recent": ["recent"],
     "amortized": ["amortized"],
     "scored": ["scored:budget=40000", "scored:budget=40000,relevance=jaccard,recent_turns=6"],

@@ -143,14 +143,27 @@ class EditWatch:
     (another stage dropped, inserted, resized or re-classed a message): the policy then starts
     over from the history. A copy of a message with the same size and column (e.g. the pinned
     copy `notes` makes) does not show.
+
+    `changes` also accepts what other stages replaced item for item (stubs, masks, thinking
+    cleared), read from `history.journal` (O(edits since)), and says which items replaced which,
+    so that a policy can patch what it keeps instead of starting over.
     """
 
     def __init__(self) -> None:
         self._history: History | None = None
         self._seen = 0
+        self._journal = 0  # journal entries up to the policy's own edits
         self._expect: tuple[int, int, dict[str, int]] | None = None
 
     def since(self, history: History) -> list[Item] | None:
+        found = self.changes(history, replacements=False)
+        return None if found is None else found[0]
+
+    def changes(self, history: History, replacements: bool = True
+                ) -> tuple[list[Item], dict[int, tuple[Item, Item]]] | None:
+        """(the items appended since, each as it stands now; {id(old): (old, new)} for the items
+        other stages replaced one for one), or None as `since` says, or when another stage dropped
+        or inserted messages. An item appended and then replaced is given as its replacement."""
         expect, self._expect = self._expect, None
         if history is not self._history or expect is None:
             self._history, self._seen = history, len(history.log)
@@ -159,17 +172,36 @@ class EditWatch:
         new = log[self._seen:]
         self._seen = len(log)
         count, tokens, comp = expect
+        replaced: dict[int, tuple[Item, Item]] = {}  # id(item replaced first) -> (it, its latest replacement)
+        if replacements:
+            latest: dict[int, int] = {}  # id(a replacement) -> id(the item it stands for)
+            for removed, added in history.journal[self._journal:]:
+                if len(removed) != len(added):
+                    return None
+                for old, item in zip(removed, added):
+                    first = latest.pop(id(old), id(old))
+                    replaced[first] = (replaced[first][0] if first in replaced else old, item)
+                    latest[id(item)] = first
+                    tokens += item.tokens - old.tokens
+                    key = category(old)
+                    comp[key] = comp.get(key, 0) - old.tokens
+                    key = category(item)
+                    comp[key] = comp.get(key, 0) + item.tokens
+        appended = []
         for item in new:
-            if not item.alive:
-                return None
             tokens += item.tokens
             key = category(item)
             comp[key] = comp.get(key, 0) + item.tokens
+            if id(item) in replaced:  # appended, then replaced
+                item = replaced.pop(id(item))[1]
+            elif not item.alive:
+                return None
+            appended.append(item)
         if len(history) != count + len(new) or history.message_tokens != tokens or history.composition != comp:
             return None
-        return new
+        return appended, replaced
 
-    def expect(self, history: History, splices: Iterable[Splice] = ()) -> None:
+    def expect(self, history: History, splices: Sequence[Splice] = ()) -> None:
         """The history will be as it is now, with `splices` applied."""
         count, tokens, comp = len(history), history.message_tokens, dict(history.composition)
         items = history.items
@@ -184,6 +216,7 @@ class EditWatch:
                 tokens += item.tokens
                 count += 1
         self._history, self._seen, self._expect = history, len(history.log), (count, tokens, comp)
+        self._journal = len(history.journal) + len(splices)  # its own splices are journalled next
 
 
 # ---------------------------------------------------------------- the policy

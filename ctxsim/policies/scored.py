@@ -31,7 +31,7 @@ from __future__ import annotations
 import heapq
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ctxsim.history import Edit, History, Item
@@ -243,6 +243,7 @@ class ScoredPolicy:
         self._history = history
         self._done: Item | None = None  # the last item whose unit was filed (or found never evictable)
         self._lists: dict[int, list[_Unit]] = {1: [], 2: [], 3: [], 4: []}  # filed units by tier, history order
+        self._filed: dict[int, _Unit] = {}  # id(item) -> the live filed unit it is a member of
         self._front = dict.fromkeys(self._lists, 0)  # before this index every unit of the list is evicted
         self._dead = dict.fromkeys(self._lists, 0)  # evicted units still in the list
         self._first_user: Item | None = None
@@ -254,9 +255,12 @@ class ScoredPolicy:
 
     def _sync(self, history: History) -> bool:
         """Learn what was appended since the last decision; False when the lists must be rebuilt."""
-        new = self._watch.since(history)
-        if new is None or history is not self._history or not self._bounded:
-            return False  # a new session, or another stage edited the history
+        found = self._watch.changes(history)
+        if found is None or history is not self._history or not self._bounded:
+            return False  # a new session, or another stage dropped or inserted messages
+        new, replaced = found
+        if replaced and not self._follow(replaced.values()):
+            return False
         done = self._done
         if done is not None and not done.alive:
             return False
@@ -275,6 +279,40 @@ class ScoredPolicy:
                     return False
         return True
 
+    def _file(self, unit: _Unit) -> _Unit:
+        for it in unit.members:
+            self._filed[id(it)] = unit
+        return unit
+
+    def _follow(self, replaced: Iterable[tuple[Item, Item]]) -> bool:
+        """Put the items other stages replaced one for one (stubs, masks) in place of the old ones
+        in what the policy keeps; False when a replacement could change a unit or a tier (the
+        lists are then rebuilt). A replacement keeps its position, role, call ids, result id and
+        pin, and, as the seed's tiers go, its tier: the lists stay in order."""
+        filler = self.params.filler_tokens
+        for old, new in replaced:
+            a, b = old.message, new.message
+            if (a.role != b.role or old.pinned != new.pinned or a.tool_call_id != b.tool_call_id
+                    or [c.id for c in a.tool_calls] != [c.id for c in b.tool_calls]
+                    or (a.role == "assistant" and not a.tool_calls
+                        and (old.tokens <= filler) != (new.tokens <= filler))):
+                return False
+            if old is self._first_user:
+                self._first_user = new
+            if old is self._last_user:
+                self._last_user = new
+            if old is self._done:
+                self._done = new
+            unit = self._filed.pop(id(old), None)
+            if unit is not None:
+                if unit.head is old:
+                    unit.head = new
+                unit.members = tuple(new if it is old else it for it in unit.members)
+                unit.size = sum(it.tokens for it in unit.members)
+                unit.doc = unit.query = None  # its relevance, worked out again when needed
+                self._filed[id(new)] = unit
+        return True
+
     def _file_user(self, item: Item) -> bool:
         """File a user message that stopped being the latest (it was passed over as protected)."""
         if not item.alive or item.message.tool_calls:
@@ -284,7 +322,7 @@ class ScoredPolicy:
         tier1 = self._lists[1]
         if tier1 and tier1[-1].head.pos > item.pos:
             return False
-        tier1.append(_Unit(item, (item,), item.tokens, filed=True))
+        tier1.append(self._file(_Unit(item, (item,), item.tokens, filed=True)))
         return True
 
     # ------------------------------------------------------------ units and tiers
@@ -344,6 +382,8 @@ class ScoredPolicy:
         budget = self.budget(ctx)
         total = history.prompt_tokens
         if total <= budget:
+            if self._bounded:
+                self._keep_up(history)
             return ()
         if not self._sync(history):
             self._reset(history)
@@ -364,19 +404,22 @@ class ScoredPolicy:
         while done is not None and id(done) in gone:  # the last filed item goes: the one before it is filed
             done = history.items[done.pos - 1] if done.pos > 0 else None
         self._done = done
+        filed = self._filed
         for unit, _ in evicted:
             unit.alive = False
+            if unit.filed:
+                for it in unit.members:
+                    del filed[id(it)]
         by_tier = sorted({t for _, t in evicted})
         note = (f"evicted {len(drop)} messages (tiers {', '.join(map(str, by_tier))}) to fit {budget:,} tokens"
                 + ("" if total <= budget else f"; still {total:,}: the rest is protected"))
         return (Edit("evict", splices, note),)
 
-    def _choose(self, history: History, total: int, budget: int) -> tuple[list[tuple[_Unit, int]], int] | None:
-        """The units to evict, lowest (score, position) first, and the prompt after; None: rebuild."""
+    def _recent_turns(self, history: History) -> tuple[int, int]:
+        """Where the newest turn (tier 0) and the recent turns (tier 1) start."""
         p = self.params
         items = history.items
         n = len(items)
-        # Where the recent turns start (tier 1) and the newest turn (tier 0).
         last_turn = recent_from = n
         found = 0
         want = max(p.recent_turns, 1)
@@ -389,12 +432,16 @@ class ScoredPolicy:
                     recent_from = i
                 if found == want:
                     break
-        zone = min(last_turn, recent_from) if self._bounded else 0
+        return last_turn, recent_from
+
+    def _file_older(self, history: History, zone: int) -> int | None:
+        """File the units that left the recent turns (before `zone`) since the last request; the
+        index where filing stopped, or None when the lists went past `zone` (rebuild them)."""
+        items = history.items
         done = self._done
         start = done.pos + 1 if done is not None else 0
         if start > zone:
             return None
-        # File the units that left the recent turns since the last request.
         i = start
         while i < zone:
             item = items[i]
@@ -404,9 +451,32 @@ class ScoredPolicy:
                     break
                 tier = min(self._static_tier(it) for it in members)
                 if tier:
-                    self._lists[tier].append(_Unit(item, members, sum(it.tokens for it in members), filed=True))
+                    self._lists[tier].append(self._file(_Unit(item, members, sum(it.tokens for it in members),
+                                                              filed=True)))
             self._done = item
             i += 1
+        return i
+
+    def _keep_up(self, history: History) -> None:
+        """Under the budget: file what left the recent turns, so that the request that goes over
+        does not file the whole history at once (the cost of a request stays bounded)."""
+        if not self._sync(history):
+            self._reset(history)
+        last_turn, recent_from = self._recent_turns(history)
+        if self._file_older(history, min(last_turn, recent_from)) is None:
+            self._reset(history)
+            self._file_older(history, min(last_turn, recent_from))
+        self._watch.expect(history)
+
+    def _choose(self, history: History, total: int, budget: int) -> tuple[list[tuple[_Unit, int]], int] | None:
+        """The units to evict, lowest (score, position) first, and the prompt after; None: rebuild."""
+        p = self.params
+        items = history.items
+        n = len(items)
+        last_turn, recent_from = self._recent_turns(history)
+        i = self._file_older(history, min(last_turn, recent_from) if self._bounded else 0)
+        if i is None:
+            return None
         # The recent units (and, without the bound, all of them). With the bound, a unit enters the
         # heap keyed by its bound and is scored when that key reaches the top, then pushed back: a
         # score is never below its bound, so units still leave in (score, position) order.
