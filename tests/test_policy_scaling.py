@@ -45,8 +45,9 @@ SPECS: dict[str, list[str]] = {
     "notes": ["notes:max_tokens=100"],
     "pipeline": ["pipeline:stages=[clear:trigger=30000|compact:trigger=30000]", "ctxkit",
                  "truncate+tiered:max_context_tokens=40000,compact_at=turn_end",
-                 # scored follows the stubs mask and clear_thinking put in at every request
-                 "pipeline:stages=[clear_thinking|mask|scored:budget=40000]"],
+                 # scored and truncate follow the stubs mask and clear_thinking put in at every request
+                 "pipeline:stages=[clear_thinking|mask|scored:budget=40000]",
+                 "mask+truncate:on_append=false,max_lines=20"],
     "recent": ["recent"],
     "amortized": ["amortized"],
     "scored": ["scored:budget=40000", "scored:budget=40000,relevance=jaccard,recent_turns=6"],

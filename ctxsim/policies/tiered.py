@@ -287,7 +287,8 @@ class TieredPolicy:
     summarising and the recent ones); the settled front counts by the history's running sums, and
     level 3 and the cliff search their cut by bisection. A request under the budget costs O(1).
     The settled front is forgotten (the next compaction looks at the whole history) when another
-    stage edited the history (see `EditWatch`).
+    stage dropped or inserted messages (see `EditWatch`); when it replaced some one for one (stubs,
+    masks), the front stays settled up to the first of them.
     """
 
     name = "tiered"
@@ -363,8 +364,11 @@ class TieredPolicy:
             return ()
         ratio = self.effective_ratio(self.growth, budget)
         target = self.target(budget, ratio)
-        if self._watch.since(history) is None:  # new to us, or edited by another stage: nothing is settled
+        found = self._watch.changes(history)
+        if found is None:  # new to us, or another stage dropped or inserted messages: nothing is settled
             self._settled = 0
+        elif found[1]:  # items other stages replaced one for one: settled only up to the first of them
+            self._settled = min(self._settled, *(new.pos for _, new in found[1].values()))
         result = self.compact(ctx, end, budget, target)
         after = result.entries.total
         self._last_total = after

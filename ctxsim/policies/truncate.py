@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from ctxsim.history import Edit, History, Item, Rewrite, Splice
 from ctxsim.model import Message
@@ -155,13 +156,17 @@ class TruncateParams:
         LineCaps.of(self.max_lines, self.exempt_tools, self.overrides)
 
 
+_position = attrgetter("pos")
+
+
 class TruncatePolicy:
     """With `on_append=false`, cuts each tool result once, as it arrives, learning new ones from `history.log`.
 
     A result within its cap (or cut, which is idempotent) stays within it, so a request looks only at the
-    results that arrived since the previous one: O(new). Items another stage spliced in are not logged;
-    when another stage edited the history (see `EditWatch`) the policy looks at every tool result once
-    more, those it has already seen unchanged costing a dictionary look-up each.
+    results that arrived since the previous one: O(new). Items another stage spliced in are not logged:
+    those it put in place of others one for one (stubs, masks) are read from `history.journal`; when
+    another stage dropped or inserted messages (see `EditWatch`) the policy looks at every tool result
+    once more, those it has already seen unchanged costing a dictionary look-up each.
     """
 
     name = "truncate"
@@ -184,12 +189,18 @@ class TruncatePolicy:
         return Rewrite(new, "truncate", f"{message.name or 'tool'} output cut to {cap} lines")
 
     def _fresh(self, history: History) -> list[Item]:
-        """The tool results to look at, in history order: the new ones, or all when another stage edited."""
+        """The tool results to look at, in history order: the new ones and those other stages put
+        in place of others (stubs, masks), or all when another stage dropped or inserted messages."""
         if history is not self._history:  # a new session: start over
             self._history, self._fits = history, {}
-        new = self._watch.since(history)
-        if new is not None:
-            return [it for it in new if it.message.role == "tool"]
+        found = self._watch.changes(history)
+        if found is not None:
+            new, replaced = found
+            fresh = [it for it in new if it.message.role == "tool"]
+            if replaced:
+                fresh += [it for _, it in replaced.values() if it.message.role == "tool"]
+                fresh.sort(key=_position)
+            return fresh
         fits = self._fits
         return [it for it in history.items if it.message.role == "tool" and fits.get(id(it)) is not it]
 
