@@ -75,6 +75,23 @@ def resolve(trace: Trace, setup: Setup) -> tuple[Resolved, Pricer]:
     return Resolved(pricer.provider_id, model, pricer.model_id, window, cache_spec(spec)), pricer
 
 
+class _Unpacked:
+    """A field of a run that may still be packed as columns: unpacked when first read or set."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f"_{name}"
+
+    def __get__(self, run: PolicyRun | None, owner: type | None = None) -> Any:
+        if run is None:
+            return self
+        run._unpack()
+        return getattr(run, self.slot)
+
+    def __set__(self, run: PolicyRun, value: Any) -> None:
+        run._unpack()
+        setattr(run, self.slot, value)
+
+
 class PolicyRun:
     """One policy's replay: its rows, events, totals and composition.
 
@@ -83,36 +100,16 @@ class PolicyRun:
     """
 
     __slots__ = ("policy", "totals", "composition", "_rows", "_events", "_packed")
+    rows: list[Row] = _Unpacked()  # type: ignore[assignment]
+    events: list[EventRecord] = _Unpacked()  # type: ignore[assignment]
 
     def __init__(self, policy: dict[str, Any], rows: list[Row], events: list[EventRecord], totals: Totals,
                  composition: Composition | None = None) -> None:
         self.policy = policy
         self.totals = totals
         self.composition = composition
-        self._rows: list[Row] | None = rows
-        self._events: list[EventRecord] | None = events
         self._packed: tuple[list[list[Any]], list[list[Any]]] | None = None
-
-    @property
-    def rows(self) -> list[Row]:
-        if self._rows is None:
-            self._unpack()
-        return self._rows  # type: ignore[return-value]
-
-    @rows.setter
-    def rows(self, rows: list[Row]) -> None:
-        self._unpack()
         self._rows = rows
-
-    @property
-    def events(self) -> list[EventRecord]:
-        if self._events is None:
-            self._unpack()
-        return self._events  # type: ignore[return-value]
-
-    @events.setter
-    def events(self, events: list[EventRecord]) -> None:
-        self._unpack()
         self._events = events
 
     def _unpack(self) -> None:
