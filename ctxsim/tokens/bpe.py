@@ -8,7 +8,7 @@ split pattern and special tokens are taken from tiktoken's own definition.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import gzip
 import hashlib
 from importlib.resources import files
@@ -35,12 +35,13 @@ def load_ranks(name: str, expected_hash: str) -> dict[bytes, int]:
         raise CtxsimError(
             f"{name}: shipped rank file has SHA-256 {digest}, tiktoken expects {expected_hash}; refusing to use it"
         )
-    ranks: dict[bytes, int] = {}
-    for line in data.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return ranks
+    # "TOKEN-IN-BASE64 RANK" per line, parsed in bulk (every command that counts loads it: a line
+    # at a time took 0.29 s, this 0.11-0.16 s).
+    fields = data.split()
+    tokens, ranks = fields[0::2], fields[1::2]
+    if len(tokens) != len(ranks):
+        raise CtxsimError(f"{name}: shipped rank file is not TOKEN RANK lines")
+    return dict(zip(map(binascii.a2b_base64, tokens), map(int, ranks)))
 
 
 def encoding(name: str) -> tiktoken.Encoding:
