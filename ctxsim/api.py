@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from ctxsim.collector import gc_paused
 from ctxsim.counting import Framing, MessageSizer
 from ctxsim.engine import DEFAULT_RESERVE, PolicyRun, Replayer, Setup
 from ctxsim.errors import CtxsimError
@@ -56,32 +55,6 @@ def _setup_for(choice: Choice, options: Options) -> tuple[str, Framing | None, S
         hidden_prefix_tokens=options.hidden_prefix_tokens,
     )
     return tokenizer, framing, setup
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while replaying.
-
-    A replay allocates many small objects that hold no cycles (rows, items, messages); the
-    collector would keep re-scanning all of them and the trace, for nothing. Reference counting
-    still frees memory; the collector runs again afterwards.
-
-    On the way out, what the replay made and kept (the runs' rows, about 100,000 objects for 8
-    runs of 2,400 requests) is moved to the oldest generation as it is: re-enabling the collector
-    would otherwise scan all of it at the next allocation (about 30 ms), to find it alive. It is
-    looked at again by the next full collection, with the rest of the old objects. Skipped when
-    the caller froze objects of its own (`gc.unfreeze` would release them too).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            if gc.get_freeze_count() == 0:
-                gc.freeze()  # every tracked object to the permanent generation, in constant time...
-                gc.unfreeze()  # ...and back into the oldest one
-            gc.enable()
 
 
 def replay_choices(trace: Trace, path: str, choices: Sequence[Choice], options: Options,

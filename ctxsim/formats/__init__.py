@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import IO, Any
 
+from ctxsim.collector import gc_paused
 from ctxsim.registry import Registry
 from ctxsim.errors import CtxsimError, TraceError
 from ctxsim.model import Event, Message, Session, ToolCall, Trace, Usage, format_ts, parse_ts
@@ -142,12 +143,13 @@ def read_traces(paths: Iterable[str], fmt: str | None = None, skip_bad_lines: bo
     order: list[tuple[str, list[Session]]] = []
     digests = []
     reports = report if report is not None else []
-    for path, data in files:
-        info, sessions, digest, file_report = _read_one(path, data, fmt, skip_bad_lines)
-        reports.append(file_report)
-        digests.append(digest)
-        order.append((info.name, sessions))
-        per_format.setdefault(info.name, []).extend(sessions)
+    with gc_paused():  # parsing makes many small objects and no cycles
+        for path, data in files:
+            info, sessions, digest, file_report = _read_one(path, data, fmt, skip_bad_lines)
+            reports.append(file_report)
+            digests.append(digest)
+            order.append((info.name, sessions))
+            per_format.setdefault(info.name, []).extend(sessions)
     # let each format join sessions across its files (subagents to parents)
     linked: dict[int, Session] = {}
     for name, sessions in per_format.items():
