@@ -165,10 +165,12 @@ class ScoredPolicy:
     rebuilt every request but wait in the heap under their bound too, scored only if it comes
     up (their relevance would be new each time, and they are rarely the lowest). Each request
     looks at what arrived since the previous one, the recent turns, and the units it scores;
-    not at the whole history.
-    When the history changed in a way the lists do not follow (another stage edited it, a tool
-    result arrived for an old call, a turn it counted as recent was evicted) they are rebuilt
-    from the history once. With weights or a relevance scorer that could make a score fall
+    not at the whole history. Under the budget it files what left the recent turns all the same,
+    so that the first request over the budget does not file the whole history at once.
+    Messages another stage replaced one for one (stubs, masks, thinking cleared) are put in place
+    in the units that hold them (`history.journal`). When the history changed in a way the lists
+    do not follow (another stage dropped or inserted messages, a tool result arrived for an old
+    call, a turn it counted as recent was evicted) they are rebuilt from the history once. With weights or a relevance scorer that could make a score fall
     below its bound (negative weights, a scorer not built in), every unit is scored, as before.
     """
 
