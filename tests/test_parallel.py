@@ -190,3 +190,45 @@ def test_a_task_may_share_out_work_of_its_own(monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setattr(bpe, "PARALLEL_CHARS", 1)
     assert run_ordered(_counts_in_a_worker, 5, 2) == [_counts_in_a_worker(i) for i in range(5)]
+
+
+def test_a_run_from_a_worker_stays_packed_until_its_rows_are_read(trace) -> None:  # type: ignore[no-untyped-def]
+    import pickle
+
+    run = replay_choices(trace, "t.jsonl", resolve(["clear:trigger=8000,keep=2"]), Options(jobs=1)).runs[0]
+    came = pickle.loads(pickle.dumps(run))
+    assert came._packed is not None and came.totals == run.totals  # a compare table needs no more
+    assert came.events == run.events and came.rows == run.rows and came._packed is None
+    again = pickle.loads(pickle.dumps(run))
+    again.events = []  # setting a field unpacks the other one first
+    assert again.rows == run.rows and again.events == []
+
+
+def test_gc_pause_leaves_cycles_collectable_and_frozen_objects_frozen() -> None:
+    import gc
+    import weakref
+
+    from ctxsim.collector import gc_paused
+
+    class Node:
+        pass
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # a cycle only the collector can free
+        gone = weakref.ref(a)
+        del a, b
+        assert gone() is not None
+    assert gc.isenabled() and gc.get_count()[0] < 100  # what the block made was not left to scan
+    gc.collect()
+    assert gone() is None  # moved to the oldest generation, not out of the collector's reach
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with gc_paused():
+            [Node() for _ in range(10)]
+        assert gc.get_freeze_count() == frozen  # the caller's frozen objects stay frozen
+    finally:
+        gc.unfreeze()

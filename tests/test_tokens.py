@@ -68,3 +68,18 @@ def test_counter_counts_each_distinct_text_once():
 def test_unknown_tokenizer():
     with pytest.raises(CtxsimError, match="unknown tokenizer"):
         get_tokenizer("gpt2-ish")
+
+
+def test_tool_call_arguments_json_is_made_once_and_follows_replace():
+    import json
+    from dataclasses import replace
+
+    from ctxsim.model import ToolCall
+
+    call = ToolCall("c1", "edit", {"path": "src/é.py", "n": [1, 2]})
+    text = call.arguments_json
+    assert text == json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":"))
+    assert call.arguments_json is text  # kept, not made again
+    assert replace(call, arguments={}).arguments_json == "{}"  # a copy with other arguments: its own
+    assert ToolCall("c2", "x", '{"raw": 1}').arguments_json == '{"raw": 1}' and ToolCall("c3", "x").arguments_json == ""
+    assert call == ToolCall("c1", "edit", {"path": "src/é.py", "n": [1, 2]})  # the kept text is not compared
