@@ -11,7 +11,7 @@ from ctxsim.engine import DEFAULT_RESERVE, PolicyRun, Replayer, Setup
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import read_traces
 from ctxsim.model import Trace
-from ctxsim.parallel import plan_jobs, run_ordered
+from ctxsim.parallel import at_most, plan_jobs, run_ordered
 from ctxsim.params import as_dict
 from ctxsim.policies import replay_weight
 from ctxsim.policyspec import Choice, resolve
@@ -61,7 +61,7 @@ def replay_choices(trace: Trace, path: str, choices: Sequence[Choice], options: 
                    providers: Sequence[str] = (),
                    progress: Callable[[int], None] | None = None) -> RunResult:
     """Replay `trace` under every choice (x provider); one token memo per tokenizer."""
-    with gc_paused():
+    with gc_paused(), at_most(options.jobs):
         return _replay_all(trace, path, choices, options, providers, progress)
 
 

@@ -21,7 +21,8 @@ import pickle
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ctxsim.errors import CtxsimError
@@ -46,6 +47,31 @@ def can_fork() -> bool:
     """Linux, and not inside a worker (a worker is a daemon process, which may not start others)."""
     return (sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
             and not multiprocessing.current_process().daemon)
+
+
+_cap: int | None = None  # `--jobs` of the command under way: at most this many processes for anything
+
+
+@contextmanager
+def at_most(jobs: int | None) -> Iterator[None]:
+    """At most `jobs` processes (this one included) for all the work inside: runs and counting
+    alike, so that `-j 1` keeps a command in one process. None: one per core, as usual."""
+    global _cap
+    outer = _cap
+    if jobs is not None:
+        _cap = jobs if outer is None else min(jobs, outer)
+    try:
+        yield
+    finally:
+        _cap = outer
+
+
+def plan_share(tasks: int) -> int:
+    """How many processes share out `tasks` pieces of work already worth it: one per core, within
+    the cap `at_most` set, never more than the pieces."""
+    if tasks <= 1 or not can_fork():
+        return 1
+    return max(1, min(available_cores(), tasks, _cap if _cap is not None else tasks))
 
 
 def plan_jobs(jobs: int | None, tasks: int, work_requests: int) -> int:
@@ -181,4 +207,5 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
     return [arrived[i] for i in range(count)]
 
 
-__all__: Sequence[str] = ["available_cores", "can_fork", "plan_jobs", "run_ordered", "MIN_PARALLEL_REQUESTS"]
+__all__: Sequence[str] = ["at_most", "available_cores", "can_fork", "plan_jobs", "plan_share", "run_ordered",
+                          "MIN_PARALLEL_REQUESTS"]

@@ -15,7 +15,7 @@ from ctxsim.cli import app
 from ctxsim.errors import CtxsimError
 from ctxsim.formats.native import write
 from ctxsim.history import Edit, Splice
-from ctxsim.parallel import MIN_PARALLEL_REQUESTS, can_fork, plan_jobs, run_ordered
+from ctxsim.parallel import MIN_PARALLEL_REQUESTS, available_cores, can_fork, plan_jobs, run_ordered
 from ctxsim.policies import Context
 from ctxsim.policyspec import Choice, resolve
 from ctxsim.synth import synthesize
@@ -232,3 +232,22 @@ def test_gc_pause_leaves_cycles_collectable_and_frozen_objects_frozen() -> None:
         assert gc.get_freeze_count() == frozen  # the caller's frozen objects stay frozen
     finally:
         gc.unfreeze()
+
+
+@needs_fork
+def test_one_job_keeps_counting_in_one_process_too(trace, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    import ctxsim.tokens.bpe as bpe
+
+    shares: list[int] = []
+
+    def recorded(task, count, n, *rest):  # type: ignore[no-untyped-def]
+        shares.append(n)
+        return run_ordered(task, count, n, *rest)
+
+    monkeypatch.setattr(bpe, "run_ordered", recorded)
+    monkeypatch.setattr(bpe, "PARALLEL_CHARS", 1)  # every batch is big enough to share out
+    alone = replay_choices(trace, "t.jsonl", resolve(SPECS[:2]), Options(jobs=1))
+    assert shares == []  # -j 1: the trace was counted here, in one process
+    shared = replay_choices(trace, "t.jsonl", resolve(SPECS[:2]), Options(jobs=2))
+    assert set(shares) == (set() if available_cores() == 1 else {2})  # at most the two jobs asked for
+    assert shared.dumps() == alone.dumps()

@@ -18,7 +18,7 @@ import tiktoken
 from tiktoken_ext import openai_public
 
 from ctxsim.errors import CtxsimError
-from ctxsim.parallel import available_cores, can_fork, run_ordered
+from ctxsim.parallel import plan_share, run_ordered
 from ctxsim.tokens import TokenizerInfo, register
 
 ENCODINGS = ("o200k_base", "cl100k_base")
@@ -76,7 +76,7 @@ class BpeTokenizer:
         in 0.24 s, tiktoken's two threads in 0.26-0.35 s (for 0.45-0.6 s of CPU), two processes
         in 0.13-0.19 s. A forked process inherits the texts; only the counts come back.
         """
-        jobs = min(available_cores(), len(texts)) if sum(map(len, texts)) >= PARALLEL_CHARS and can_fork() else 1
+        jobs = plan_share(len(texts)) if sum(map(len, texts)) >= PARALLEL_CHARS else 1
         if jobs <= 1:
             return self._count(texts)
         shares = [texts[i::jobs] for i in range(jobs)]  # interleaved: about the same size each
