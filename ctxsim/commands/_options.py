@@ -30,7 +30,8 @@ CalibrateOpt = Annotated[bool, typer.Option(
 SkipBadOpt = Annotated[bool, typer.Option("--skip-bad-lines", help="Skip malformed lines and say how many.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print totals as JSON for machines.")]
 JobsOpt = Annotated[Optional[int], typer.Option(
-    "--jobs", "-j", help="Worker processes for the runs (1: none); default: one per core when the trace is big.")]
+    "--jobs", "-j", help="Processes for counting and the runs, this one included (1: this one alone); default: one "
+                         "per core when the trace is big.")]
 OutputOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="Where to write the results.")]
 
 
