@@ -90,6 +90,9 @@ class Applied:
     first_index: int
 
 
+Entry = tuple[tuple[Item, ...], tuple[Item, ...]]  # a journalled splice: the items removed, those put in
+
+
 class History:
     def __init__(self, base_tokens: int, sizer: Callable[[Message], int], blocker: Callable[[Message], int]):
         self.base_tokens = base_tokens  # tools + system: the fixed head of every request
@@ -108,9 +111,12 @@ class History:
         # Every item ever appended, in order (items a policy splices in are not logged). A policy
         # that keeps state reads `log[seen:]` to learn what arrived since it last decided: O(new).
         self.log: list[Item] = []
-        # Every splice applied, in order: (the items it removed, the items it put in their place).
-        # A policy that keeps state reads `journal[seen:]` to learn what other stages changed.
-        self.journal: list[tuple[tuple[Item, ...], tuple[Item, ...]]] = []
+        # The splices applied while a policy follows them (see `follow`): (the items each removed,
+        # the items it put in their place). Entries are kept from the oldest position a follower has
+        # yet to read; none at all while no policy follows (removed items are not kept alive).
+        self._journal: list[Entry] = []
+        self._journal_base = 0  # entries dropped before _journal[0]
+        self._followers: dict[int, int] = {}  # id(follower) -> the journal position it reads from next
 
     # ------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -136,6 +142,27 @@ class History:
 
     def result_of(self, call_id: str) -> Item | None:
         return self._result.get(call_id)
+
+    # ------------------------------------------------------------ the journal of edits
+    @property
+    def journal_end(self) -> int:
+        """The position the next splice applied takes in the journal."""
+        return self._journal_base + len(self._journal)
+
+    def follow(self, follower: object, position: int) -> None:
+        """`follower` reads the journal from `position` on; what no follower needs is dropped."""
+        self._followers[id(follower)] = position
+        low = min(min(self._followers.values()), self.journal_end)  # a position ahead: splices yet to come
+        if low > self._journal_base:
+            del self._journal[: low - self._journal_base]
+            self._journal_base = low
+
+    def journal_from(self, position: int) -> list[Entry] | None:
+        """The splices applied from `position` on, in order; None when some were dropped (no
+        follower had asked for them)."""
+        if position < self._journal_base:
+            return None
+        return self._journal[position - self._journal_base:]
 
     # ------------------------------------------------------------ building
     def item(self, message: Message, origin: int = -1, tokens: int | None = None, **flags: object) -> Item:
@@ -189,7 +216,8 @@ class History:
                         f"policy {policy}: edit touches pinned message (session index {item.origin})"
                     )
             removed.extend(old)
-            self.journal.append((tuple(old), s.new))
+            if self._followers:
+                self._journal.append((tuple(old), s.new))
             self.items[s.start : s.end] = s.new
             self._tokens[s.start : s.end] = [item.tokens for item in s.new]
             self._nblocks[s.start : s.end] = [item.blocks for item in s.new]

@@ -12,7 +12,7 @@ Each policy gets specs that make it act early on both synthetic traces (the codi
 assistant message given some thinking so that `clear_thinking` acts too). What a policy reads
 from its own state is not counted; the policies keep only what is bounded by the context or by
 what arrived since they last decided. A stateful policy behind a stage that edits the history at
-every request (scored after mask) follows those edits through `history.journal`.
+every request (scored after mask) follows those edits through the history's journal.
 """
 
 from __future__ import annotations

@@ -136,34 +136,26 @@ class EditWatch:
     """Whether a session's history is still as a policy's own edits left it.
 
     A policy that keeps state between requests calls `expect` once it has decided (with the edits
-    it returns, which the engine applies as they are), and `since` before its next decision:
-    `since` adds what was appended meanwhile (from `history.log`, O(new)) and compares the number
-    of messages, their tokens and the tokens by composition column with the history. It returns
-    the appended items, or None when the history is new to the policy or was edited otherwise
-    (another stage dropped, inserted, resized or re-classed a message): the policy then starts
-    over from the history. A copy of a message with the same size and column (e.g. the pinned
-    copy `notes` makes) does not show.
-
-    `changes` also accepts what other stages replaced item for item (stubs, masks, thinking
-    cleared), read from `history.journal` (O(edits since)), and says which items replaced which,
-    so that a policy can patch what it keeps instead of starting over.
+    it returns, which the engine applies as they are), and `changes` before its next decision.
+    `changes` reads what was appended meanwhile (from `history.log`, O(new)) and what other stages
+    replaced one for one (stubs, masks, thinking cleared: from the history's journal, O(edits
+    since)), and checks the number of messages, their tokens and the tokens by composition column
+    against the history. It returns the appended items and the replacements, or None when the
+    history is new to the policy or another stage dropped, inserted or otherwise changed
+    messages: the policy then starts over from the history. A copy of a message with the same
+    size and column spliced in some other way (e.g. the pinned copy `notes` makes) does not show.
     """
 
     def __init__(self) -> None:
         self._history: History | None = None
         self._seen = 0
-        self._journal = 0  # journal entries up to the policy's own edits
+        self._journal = 0  # the journal position after the policy's own edits
         self._expect: tuple[int, int, dict[str, int]] | None = None
 
-    def since(self, history: History) -> list[Item] | None:
-        found = self.changes(history, replacements=False)
-        return None if found is None else found[0]
-
-    def changes(self, history: History, replacements: bool = True
-                ) -> tuple[list[Item], dict[int, tuple[Item, Item]]] | None:
+    def changes(self, history: History) -> tuple[list[Item], dict[int, tuple[Item, Item]]] | None:
         """(the items appended since, each as it stands now; {id(old): (old, new)} for the items
-        other stages replaced one for one), or None as `since` says, or when another stage dropped
-        or inserted messages. An item appended and then replaced is given as its replacement."""
+        other stages replaced one for one), or None (start over). An item appended and then
+        replaced is given as its replacement."""
         expect, self._expect = self._expect, None
         if history is not self._history or expect is None:
             self._history, self._seen = history, len(history.log)
@@ -172,21 +164,23 @@ class EditWatch:
         new = log[self._seen:]
         self._seen = len(log)
         count, tokens, comp = expect
+        entries = history.journal_from(self._journal)
+        if entries is None:
+            return None
         replaced: dict[int, tuple[Item, Item]] = {}  # id(item replaced first) -> (it, its latest replacement)
-        if replacements:
-            latest: dict[int, int] = {}  # id(a replacement) -> id(the item it stands for)
-            for removed, added in history.journal[self._journal:]:
-                if len(removed) != len(added):
-                    return None
-                for old, item in zip(removed, added):
-                    first = latest.pop(id(old), id(old))
-                    replaced[first] = (replaced[first][0] if first in replaced else old, item)
-                    latest[id(item)] = first
-                    tokens += item.tokens - old.tokens
-                    key = category(old)
-                    comp[key] = comp.get(key, 0) - old.tokens
-                    key = category(item)
-                    comp[key] = comp.get(key, 0) + item.tokens
+        latest: dict[int, int] = {}  # id(a replacement) -> id(the item it stands for)
+        for removed, added in entries:
+            if len(removed) != len(added):
+                return None
+            for old, item in zip(removed, added):
+                first = latest.pop(id(old), id(old))
+                replaced[first] = (replaced[first][0] if first in replaced else old, item)
+                latest[id(item)] = first
+                tokens += item.tokens - old.tokens
+                key = category(old)
+                comp[key] = comp.get(key, 0) - old.tokens
+                key = category(item)
+                comp[key] = comp.get(key, 0) + item.tokens
         appended = []
         for item in new:
             tokens += item.tokens
@@ -216,7 +210,8 @@ class EditWatch:
                 tokens += item.tokens
                 count += 1
         self._history, self._seen, self._expect = history, len(history.log), (count, tokens, comp)
-        self._journal = len(history.journal) + len(splices)  # its own splices are journalled next
+        self._journal = history.journal_end + len(splices)  # its own splices are journalled next
+        history.follow(self, self._journal)
 
 
 # ---------------------------------------------------------------- the policy

@@ -164,7 +164,7 @@ class TruncatePolicy:
 
     A result within its cap (or cut, which is idempotent) stays within it, so a request looks only at the
     results that arrived since the previous one: O(new). Items another stage spliced in are not logged:
-    those it put in place of others one for one (stubs, masks) are read from `history.journal`; when
+    those it put in place of others one for one (stubs, masks) are read from the history's journal; when
     another stage dropped or inserted messages (see `EditWatch`) the policy looks at every tool result
     once more, those it has already seen unchanged costing a dictionary look-up each.
     """
