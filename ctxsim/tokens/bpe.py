@@ -35,8 +35,8 @@ def load_ranks(name: str, expected_hash: str) -> dict[bytes, int]:
         raise CtxsimError(
             f"{name}: shipped rank file has SHA-256 {digest}, tiktoken expects {expected_hash}; refusing to use it"
         )
-    # "TOKEN-IN-BASE64 RANK" per line, parsed in bulk (every command that counts loads it: a line
-    # at a time took 0.29 s, this 0.11-0.16 s).
+    # "TOKEN-IN-BASE64 RANK" per line, parsed in bulk (every command that counts loads it: for
+    # o200k_base a line at a time took 0.15 s in a fresh process, this 0.10 s).
     fields = data.split()
     tokens, ranks = fields[0::2], fields[1::2]
     if len(tokens) != len(ranks):
