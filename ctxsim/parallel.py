@@ -177,7 +177,7 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
         return [arrived[i] for i in range(count)]
     global _task
     order = list(first if first is not None else range(count))
-    outer = _task  # a task of an outer run_ordered (in a worker) that calls this one
+    outer = _task  # set when a task shares out work of its own (counting a big batch in a run)
     try:
         channel = _Channel(context, folder)
         _task = task
