@@ -185,7 +185,10 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
                    for _ in range(jobs - 1)]
         try:
             for worker in workers:
-                worker.start()
+                try:
+                    worker.start()
+                except OSError:  # no process to be had (a process limit, memory): this one takes its share
+                    break
             while (index := _take(order, cursor)) is not None:
                 finish(index, task(index))
                 while channel.reader.poll(0):  # load what the workers finished meanwhile, not all at the end

@@ -251,3 +251,16 @@ def test_one_job_keeps_counting_in_one_process_too(trace, monkeypatch: pytest.Mo
     shared = replay_choices(trace, "t.jsonl", resolve(SPECS[:2]), Options(jobs=2))
     assert set(shares) == (set() if available_cores() == 1 else {2})  # at most the two jobs asked for
     assert shared.dumps() == alone.dumps()
+
+
+@needs_fork
+def test_a_worker_that_cannot_start_leaves_the_work_to_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    import multiprocessing.process
+
+    def refuse(self):  # type: ignore[no-untyped-def]
+        raise BlockingIOError(11, "Resource temporarily unavailable")  # what fork says at a process limit
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
+    done: list[int] = []
+    assert run_ordered(lambda i: i * 3, 5, 2, lambda i, _: done.append(i)) == [0, 3, 6, 9, 12]
+    assert sorted(done) == list(range(5))
