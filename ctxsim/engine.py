@@ -18,8 +18,7 @@ from ctxsim.caching import CacheModel, CacheResult, CacheSpec, cache_spec
 from ctxsim.composition import Composition, Snapshots, column_of
 from ctxsim.counting import Framing, MessageSizer, blocks
 from ctxsim.history import History, Item, SideCall
-from ctxsim.meter import (EventRecord, Row, Totals, events_from_columns, events_to_columns, rows_from_columns,
-                          rows_to_columns)
+from ctxsim.meter import EventRecord, Row, Totals, from_columns, to_columns
 from ctxsim.model import Message, Session, Trace, parse_ts
 from ctxsim.policies import Context, Policy, effective
 from ctxsim.pricing import Bill, Pricer
@@ -115,12 +114,13 @@ class PolicyRun:
     def _unpack(self) -> None:
         if self._packed is not None:
             rows, events = self._packed
-            self._rows, self._events, self._packed = rows_from_columns(rows), events_from_columns(events), None
+            self._rows, self._events = from_columns(rows, Row), from_columns(events, EventRecord)
+            self._packed = None
 
     def _columns(self) -> tuple[list[list[Any]], list[list[Any]]]:
         if self._packed is not None:
             return self._packed
-        return rows_to_columns(self.rows), events_to_columns(self.events)
+        return to_columns(self.rows, Row), to_columns(self.events, EventRecord)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return _policy_run, (self.policy, self._columns(), self.totals, self.composition)

@@ -9,13 +9,16 @@ and with the trace's real gaps between requests (caches that expired).
 from __future__ import annotations
 
 import math
-from operator import attrgetter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from decimal import Decimal
-from typing import Any
+from functools import cache
+from operator import attrgetter
+from typing import Any, TypeVar
 
 THRESHOLDS = (128_000, 200_000)
 MONEY_FIELDS = ("cost_usd", "cost_warm_usd", "cost_nocache_usd")  # Decimal in a Row, text in JSON and columns
+R = TypeVar("R")
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs a setattr call per field, per request
@@ -57,26 +60,29 @@ class Row:
         return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
 
 
-_ROW_FIELDS = tuple(f.name for f in fields(Row))
+@cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
 
 
-def rows_to_columns(rows: list[Row]) -> list[list[Any]]:
-    """Rows as one list per field, money as text: how runs travel back from worker processes.
+def to_columns(records: Sequence[Any], cls: type) -> list[list[Any]]:
+    """Records of `cls` (rows, events) as one list per field, money as text: how runs travel back
+    from worker processes.
 
-    Lists of ints and strings pickle in C; thousands of row objects and Decimals do not (this
-    halves the time a run takes to send and to load).
+    Lists of ints and strings pickle in C; thousands of record objects and Decimals do not (this
+    halves the time a run takes to send and to load; a frozen record unpickles field by field).
     """
     columns = []
-    for name in _ROW_FIELDS:
-        values = list(map(attrgetter(name), rows))
+    for name in _field_names(cls):
+        values = list(map(attrgetter(name), records))
         columns.append(list(map(str, values)) if name in MONEY_FIELDS else values)
     return columns
 
 
-def rows_from_columns(columns: list[list[Any]]) -> list[Row]:
+def from_columns(columns: list[list[Any]], cls: type[R]) -> list[R]:
     values = [list(map(Decimal, col)) if name in MONEY_FIELDS else col
-              for name, col in zip(_ROW_FIELDS, columns, strict=True)]
-    return [Row(*row) for row in zip(*values)]
+              for name, col in zip(_field_names(cls), columns, strict=True)]
+    return [cls(*record) for record in zip(*values, strict=True)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,18 +107,6 @@ class EventRecord:
         if self.kind in ("threshold", "overflow"):
             return f"request {self.request}: {self.note}"
         return f"request {self.request}: {self.note} (-{self.freed_tokens:,})"
-
-
-_EVENT_FIELDS = tuple(f.name for f in fields(EventRecord))
-
-
-def events_to_columns(events: list[EventRecord]) -> list[list[Any]]:
-    """Events as one list per field, as rows travel (a frozen record unpickles field by field)."""
-    return [list(map(attrgetter(name), events)) for name in _EVENT_FIELDS]
-
-
-def events_from_columns(columns: list[list[Any]]) -> list[EventRecord]:
-    return [EventRecord(*event) for event in zip(*columns, strict=True)]
 
 
 def percentile(values: list[int], q: float) -> int:
