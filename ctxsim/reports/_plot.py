@@ -8,7 +8,7 @@ run gives the same PNG and SVG bytes.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -84,6 +84,16 @@ def thousands(ax_axis: Any) -> None:
 
     ax_axis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10], integer=True))
     ax_axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
+
+
+def request_axis(ax: Any, runs: Sequence[Any] = ()) -> None:
+    """The x axis of a per-request chart: request numbers, from 0 to past the last request of `runs`
+    (when given)."""
+    if runs:
+        last = max((r.request for run in runs for r in run.rows), default=1)
+        ax.set_xlim(0, last + 1)
+    ax.set_xlabel("request (model call number)")
+    thousands(ax.xaxis)
 
 
 def dollars(ax_axis: Any) -> None:

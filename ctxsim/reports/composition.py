@@ -95,8 +95,7 @@ def draw(result: RunResult, fmt: str) -> bytes:
                 legend.setdefault(k, Patch(color=colours[k], alpha=0.9))
         for ax in axes:
             ax.set_ylim(0, top * 1.05)
-        axes[-1].set_xlabel("request (model call number)")
-        plot.thousands(axes[-1].xaxis)
+        plot.request_axis(axes[-1])
         fig.suptitle("Context composition over the session, by role and tool", fontsize=13, fontweight="bold",
                      x=0.01, ha="left")
         order = [k for k in legend if not k.startswith("tool:")] + sorted(k for k in legend if k.startswith("tool:"))

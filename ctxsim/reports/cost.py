@@ -52,12 +52,9 @@ def draw(result: RunResult, fmt: str) -> bytes:
                     Line2D([], [], color="#444444", linestyle=(0, (4, 2)), linewidth=1.6)]
         texts += ["solid: with prompt caching (real gaps between requests)", "dashed: without caching"]
         ax.set_ylim(bottom=0)
-        last = max((r.request for run in result.runs for r in run.rows), default=1)
-        ax.set_xlim(0, last + 1)
-        ax.set_xlabel("request (model call number)")
+        plot.request_axis(ax, result.runs)
         ax.set_ylabel("cumulative cost (USD)")
         plot.dollars(ax.yaxis)
-        plot.thousands(ax.xaxis)
         plot.titles(fig, "Cumulative cost per policy", result)
         plot.legend_below(fig, handles, texts, 1 if len(result.runs) > 1 else 2)
         return plot.save(fig, fmt)

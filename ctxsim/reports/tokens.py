@@ -59,10 +59,7 @@ def draw(result: RunResult, fmt: str) -> bytes:
             plot.thousands(ax.yaxis)
         for ax in axes:
             ax.set_ylim(0, top * 1.05)
-        last = max((r.request for _, run in runs for r in run.rows), default=1)
-        axes[-1].set_xlim(0, last + 1)
-        axes[-1].set_xlabel("request (model call number)")
-        plot.thousands(axes[-1].xaxis)
+        plot.request_axis(axes[-1], [run for _, run in runs])
         fig.suptitle("Tokens per request: cache read, cache write, uncached, output", fontsize=13,
                      fontweight="bold", x=0.01, ha="left")
         note = "" if len(result.runs) <= MAX_PANELS else f" (first {MAX_PANELS} of {len(result.runs)} policies)"
