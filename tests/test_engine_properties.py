@@ -7,10 +7,9 @@ from decimal import Decimal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxsim.history import Edit
-from ctxsim.policies import Context, parse_policy
+from ctxsim.policies import Context, NoParams, Stages, parse_policy
 
-from helpers import T0, replay, session_of, turn_messages
+from helpers import T0, Capture, replay, session_of, turn_messages
 
 TOOLS = ["read_file", "run_tests", "bash", "notes_read"]
 
@@ -65,32 +64,12 @@ def test_clearing_never_grows_a_request(trace, clear):
         assert b.input_tokens <= a.input_tokens
 
 
-class Watcher:
-    """Wraps a policy and checks the history it is shown: every tool result has its call before it."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.name = inner.name
-        self.params = inner.params
-        self.checked = 0
-
-    def decide(self, ctx: Context) -> list[Edit]:
-        seen: set[str] = set()
-        for item in ctx.history.items:
-            for call in item.message.tool_calls:
-                seen.add(call.id)
-            if item.message.role == "tool":
-                assert item.message.tool_call_id in seen, "orphaned tool result"
-        self.checked += 1
-        return list(self.inner.decide(ctx))
-
-
 @SETTINGS
 @given(trace=sessions(), clear=CLEARS)
 def test_no_orphaned_tool_result(trace, clear):
-    watcher = Watcher(parse_policy(clear))
-    run = replay(trace, watcher)
-    assert watcher.checked == len(run.rows)
+    capture = Capture()  # checks, after the policy's edits, that every tool result has its call before it
+    run = replay(trace, Stages("clear", (parse_policy(clear), capture)))
+    assert capture.requests == len(run.rows)
 
 
 @SETTINGS
@@ -112,41 +91,29 @@ def test_totals_equal_the_sum_of_rows(trace, cache, clear):
     assert t.events >= sum(1 for e in run.events if e.kind == "clear")
 
 
-class CompositionCheck:
-    """Runs the policy, then a stage checking that the running composition equals a count from scratch."""
+class Recount:
+    """A stage checking that the running composition equals a count from scratch."""
 
-    def __init__(self, inner):
-        self.inner = inner
-        self.name = inner.name
-        self.params = inner.params
-        self.checked = 0
-
-    @property
-    def stages(self):
-        return (*(getattr(self.inner, "stages", None) or (self.inner,)), _Recount(self))
-
-
-class _Recount:
     name = "recount"
+    params = NoParams()
 
-    def __init__(self, owner):
-        self.owner = owner
-        self.params = owner.inner.params
+    def __init__(self):
+        self.checked = 0
 
     def decide(self, ctx: Context):
         from ctxsim.composition import HEAD, snapshot
 
         running = {HEAD: ctx.history.base_tokens, **ctx.history.composition}
         assert {k: v for k, v in running.items() if v} == {k: v for k, v in snapshot(ctx.history).items() if v}
-        self.owner.checked += 1
+        self.checked += 1
         return ()
 
 
 @SETTINGS
 @given(trace=sessions(), clear=CLEARS)
 def test_running_composition_matches_a_recount_and_sums_to_the_context(trace, clear):
-    check = CompositionCheck(parse_policy(clear))
-    run = replay(trace, check)
+    check = Recount()
+    run = replay(trace, Stages("clear", (parse_policy(clear), check)))
     assert check.checked == len(run.rows)
     context = {r.request: r.context_tokens for r in run.rows if r.kind == "request"}
     comp = run.composition
