@@ -67,8 +67,7 @@ class AnthropicCache:
         del self._bounds[cut:]
 
     def _positions(self, n: int) -> list[int]:
-        if self._usual:
-            return [0, n] if n else [0]
+        """The breakpoints' positions for a prompt of `n` messages (`request` places the usual two itself)."""
         points = set()
         for name in self.params.breakpoints:
             if name == "system":
