@@ -77,13 +77,9 @@ def plan_share(tasks: int) -> int:
 def plan_jobs(jobs: int | None, tasks: int, work_requests: int) -> int:
     """How many processes run the runs (this one included): `jobs` if given (1: this one alone),
     else one per core when the work is big enough to gain from it."""
-    if tasks <= 1 or not can_fork():
-        return 1
     if jobs is not None:
-        return max(1, min(jobs, tasks))
-    if work_requests < MIN_PARALLEL_REQUESTS:
-        return 1
-    return max(1, min(available_cores(), tasks))
+        return max(1, min(jobs, tasks)) if tasks > 1 and can_fork() else 1
+    return plan_share(tasks) if work_requests >= MIN_PARALLEL_REQUESTS else 1
 
 
 def _take(order: Sequence[int], cursor: Any) -> int | None:
