@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
+from operator import attrgetter
 
 from ctxsim.composition import HEAD, category
 from ctxsim.errors import CtxsimError
@@ -89,6 +90,8 @@ class Applied:
     tokens_after: int
     first_index: int
 
+
+by_position = attrgetter("pos")  # sort key: an item's place in the live history
 
 Entry = tuple[tuple[Item, ...], tuple[Item, ...]]  # a journalled splice: the items removed, those put in
 

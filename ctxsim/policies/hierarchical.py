@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ctxsim.history import Edit, History, Item, SideCall
+from ctxsim.history import Edit, History, Item, SideCall, by_position
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
 from ctxsim.policies.compact import (
@@ -107,7 +107,7 @@ class HierarchicalPolicy:
         if seen < p.checkpoint_every:
             return ()
         levels: dict[int, list[int]] = {1: [], 2: [], 3: []}
-        for item in sorted((it for it in self._made if it.alive), key=lambda it: it.pos):
+        for item in sorted((it for it in self._made if it.alive), key=by_position):
             levels[level_of(item)].append(item.pos)
         while cut > last_summary + 1 and items[cut - 1].message.role == "user" and cut < len(items):
             cut -= 1  # a turn's prompt stays with the turn

@@ -17,14 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 
-from ctxsim.history import Edit, History, Item, Splice
+from ctxsim.history import Edit, History, Item, Splice, by_position
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
 from ctxsim.policies.truncate import line_count
 
 DEFAULT_PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
 
-_position = attrgetter("pos")
 _alive = attrgetter("alive")
 
 
@@ -142,7 +141,7 @@ class MaskPolicy:
                     waiting.append(call_id)  # its turn is among the newest again (others were dropped)
             self._late = waiting
         if len(results) > 1:
-            results.sort(key=_position)
+            results.sort(key=by_position)
         splices = []
         for item in results:
             if item.cleared or item.pinned:

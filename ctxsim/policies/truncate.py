@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
 
-from ctxsim.history import Edit, History, Item, Rewrite, Splice
+from ctxsim.history import Edit, History, Item, Rewrite, Splice, by_position
 from ctxsim.model import Message
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
@@ -156,9 +155,6 @@ class TruncateParams:
         LineCaps.of(self.max_lines, self.exempt_tools, self.overrides)
 
 
-_position = attrgetter("pos")
-
-
 class TruncatePolicy:
     """With `on_append=false`, cuts each tool result once, as it arrives, learning new ones from `history.log`.
 
@@ -199,7 +195,7 @@ class TruncatePolicy:
             fresh = [it for it in new if it.message.role == "tool"]
             if replaced:
                 fresh += [it for _, it in replaced.values() if it.message.role == "tool"]
-                fresh.sort(key=_position)
+                fresh.sort(key=by_position)
             return fresh
         fits = self._fits
         return [it for it in history.items if it.message.role == "tool" and fits.get(id(it)) is not it]
