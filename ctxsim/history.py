@@ -2,7 +2,10 @@
 
 The history keeps running sums (tokens and content blocks up to each message)
 so that a request's size, and the size of any prefix, is known without
-walking the history. An edit recomputes the sums only from where it starts.
+walking the history. An edit leaves the sums before it as they are and marks
+the rest stale; they are recomputed, from there on, only when a prefix past the
+edit is read (a policy that evicts at every request and a cache model that
+reads only prefixes before the edit never pay for it). The totals stay current.
 Policies never mutate the history: they return `Edit`s, and the engine applies
 them here, checking the invariants.
 """
@@ -100,8 +103,11 @@ class History:
     def __init__(self, base_tokens: int, sizer: Callable[[Message], int], blocker: Callable[[Message], int]):
         self.base_tokens = base_tokens  # tools + system: the fixed head of every request
         self.items: list[Item] = []
-        self._cum_tokens: list[int] = [0]  # _cum_tokens[i] = tokens of items[:i]
+        self._cum_tokens: list[int] = [0]  # _cum_tokens[i] = tokens of items[:i], for i <= _summed
         self._cum_blocks: list[int] = [0]
+        self._summed = 0  # the sums are current up to this boundary (all of them when it is len(items))
+        self._total_tokens = 0  # tokens and blocks of all the items: always current
+        self._total_blocks = 0
         # tokens and blocks of each item, beside `items`: the sums are rebuilt from these in C
         self._tokens: list[int] = []
         self._nblocks: list[int] = []
@@ -127,17 +133,25 @@ class History:
 
     @property
     def message_tokens(self) -> int:
-        return self._cum_tokens[-1]
+        return self._total_tokens
 
     @property
     def prompt_tokens(self) -> int:
-        return self.base_tokens + self._cum_tokens[-1]
+        return self.base_tokens + self._total_tokens
 
     def prefix_tokens(self, boundary: int) -> int:
         """Prompt tokens up to (not including) item `boundary`, tools and system included."""
+        if boundary > self._summed:
+            if boundary == len(self.items):
+                return self.base_tokens + self._total_tokens
+            self._resum()
         return self.base_tokens + self._cum_tokens[boundary]
 
     def prefix_blocks(self, boundary: int) -> int:
+        if boundary > self._summed:
+            if boundary == len(self.items):
+                return self._total_blocks
+            self._resum()
         return self._cum_blocks[boundary]
 
     def holder_of(self, call_id: str) -> Item | None:
@@ -179,12 +193,15 @@ class History:
         self.log.append(item)
         items.append(item)
         tokens = item.tokens
+        blocks = item.blocks
         self._tokens.append(tokens)
-        self._nblocks.append(item.blocks)
-        cum = self._cum_tokens
-        cum.append(cum[-1] + tokens)
-        cum = self._cum_blocks
-        cum.append(cum[-1] + item.blocks)
+        self._nblocks.append(blocks)
+        self._total_tokens += tokens
+        self._total_blocks += blocks
+        if self._summed == item.pos:  # the sums are current: extend them (else they wait for a read)
+            self._summed += 1
+            self._cum_tokens.append(self._total_tokens)
+            self._cum_blocks.append(self._total_blocks)
         message = item.message
         if message.tool_calls or message.role == "tool":  # what _index looks at
             self._index(item)
@@ -236,14 +253,18 @@ class History:
                 self._index(item)
                 key = category(item)
                 comp[key] = comp.get(key, 0) + item.tokens
-        self._check_orphans(removed, [i for s in splices for i in s.new], policy)
+        added = [i for s in splices for i in s.new]
+        self._check_orphans(removed, added, policy)
         if all(len(s.new) == s.end - s.start for s in splices):  # item for item (stubs): nothing moves
             for s in splices:
                 for pos, item in enumerate(s.new, s.start):
                     item.pos = pos
-            self._resum(first)
         else:
-            self._recompute(first)
+            for pos, item in enumerate(self.items[first:], first):
+                item.pos = pos
+        self._total_tokens += sum(item.tokens for item in added) - sum(item.tokens for item in removed)
+        self._total_blocks += sum(item.blocks for item in added) - sum(item.blocks for item in removed)
+        self._summed = min(self._summed, first)
         touched = sum(max(s.end - s.start, len(s.new)) for s in splices)
         return Applied(edit.kind, edit.note, touched, before, self.prompt_tokens, first)
 
@@ -268,11 +289,9 @@ class History:
             if item.message.role == "tool" and (call_id is None or call_id not in self._holder):
                 raise PolicyViolation(f"policy {policy}: tool result {call_id!r} left without its call")
 
-    def _recompute(self, start: int) -> None:
-        for pos, item in enumerate(self.items[start:], start):
-            item.pos = pos
-        self._resum(start)
-
-    def _resum(self, start: int) -> None:
+    def _resum(self) -> None:
+        """Bring the stale sums up to date, from where the first edit since the last read began."""
+        start = self._summed
         self._cum_tokens[start:] = accumulate(self._tokens[start:], initial=self._cum_tokens[start])
         self._cum_blocks[start:] = accumulate(self._nblocks[start:], initial=self._cum_blocks[start])
+        self._summed = len(self.items)
