@@ -19,7 +19,7 @@ from operator import attrgetter
 
 from ctxsim.composition import HEAD, category
 from ctxsim.errors import CtxsimError
-from ctxsim.model import Message
+from ctxsim.model import Message, ToolCall
 
 
 class PolicyViolation(CtxsimError):
@@ -103,7 +103,7 @@ class History:
     def __init__(self, base_tokens: int, sizer: Callable[[Message], int], blocker: Callable[[Message], int]):
         self.base_tokens = base_tokens  # tools + system: the fixed head of every request
         self.items: list[Item] = []
-        self._cum_tokens: list[int] = [0]  # _cum_tokens[i] = tokens of items[:i], for i <= _summed
+        self._cum_tokens: list[int] = [0]  # _cum_tokens[i] = tokens of items[:i] for i <= _summed (the list ends there)
         self._cum_blocks: list[int] = [0]
         self._summed = 0  # the sums are current up to this boundary (all of them when it is len(items))
         self._total_tokens = 0  # tokens and blocks of all the items: always current
@@ -114,6 +114,7 @@ class History:
         self._size = sizer
         self._blocks = blocker
         self._holder: dict[str, Item] = {}  # tool call id -> assistant item holding it
+        self._call: dict[str, ToolCall] = {}  # tool call id -> the call, as its holder has it
         self._result: dict[str, Item] = {}  # tool call id -> its result item
         # Tokens of the prompt by column (ctxsim.composition), the head (tools + system) included.
         self.composition: dict[str, int] = {HEAD: base_tokens}
@@ -159,6 +160,10 @@ class History:
 
     def result_of(self, call_id: str) -> Item | None:
         return self._result.get(call_id)
+
+    def call_of(self, call_id: str | None) -> ToolCall | None:
+        """The call with this id, as the message holding it in the history has it (None when none does)."""
+        return self._call.get(call_id or "") if (call_id or "") in self._holder else None
 
     # ------------------------------------------------------------ the journal of edits
     @property
@@ -210,8 +215,9 @@ class History:
         comp[key] = comp.get(key, 0) + tokens
 
     def _index(self, item: Item) -> None:
-        for call in item.message.tool_calls:
+        for call in reversed(item.message.tool_calls):  # the first of two calls with one id wins, as in a scan
             self._holder[call.id] = item
+            self._call[call.id] = call
         if item.message.role == "tool" and item.message.tool_call_id:
             self._result[item.message.tool_call_id] = item
 
@@ -264,7 +270,10 @@ class History:
                 item.pos = pos
         self._total_tokens += sum(item.tokens for item in added) - sum(item.tokens for item in removed)
         self._total_blocks += sum(item.blocks for item in added) - sum(item.blocks for item in removed)
-        self._summed = min(self._summed, first)
+        if first < self._summed:  # the sums past the edit are stale: dropped until a read needs them
+            self._summed = first
+            del self._cum_tokens[first + 1:]
+            del self._cum_blocks[first + 1:]
         touched = sum(max(s.end - s.start, len(s.new)) for s in splices)
         return Applied(edit.kind, edit.note, touched, before, self.prompt_tokens, first)
 

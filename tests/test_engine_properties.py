@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ctxsim.history import Edit, History, Splice
+from ctxsim.model import Message, ToolCall
 from ctxsim.policies import Context, NoParams, Stages, parse_policy
 
 from helpers import T0, Capture, replay, session_of, turn_messages
@@ -119,3 +122,68 @@ def test_running_composition_matches_a_recount_and_sums_to_the_context(trace, cl
     comp = run.composition
     assert comp.requests == sorted(context)
     assert all(sum(row) == context[q] for q, row in zip(comp.requests, comp.tokens))
+
+
+# ---------------------------------------------------------------- the history's own bookkeeping
+def _message(k: int, kind: str) -> Message:
+    if kind == "call":
+        return Message("assistant", "", tool_calls=(ToolCall(f"c{k}", "bash", {"n": k}),))
+    if kind == "result":
+        return Message("tool", "out " * k, tool_call_id=f"c{k}", name="bash")
+    return Message("user", "word " * k)
+
+
+STEPS = st.lists(st.one_of(
+    st.tuples(st.just("append"), st.integers(0, 30)),
+    st.tuples(st.just("drop"), st.integers(0, 60), st.integers(0, 3)),
+    st.tuples(st.just("replace"), st.integers(0, 60), st.integers(0, 30)),
+), max_size=40)
+
+
+@SETTINGS
+@given(steps=STEPS)
+def test_history_sums_positions_and_calls_match_a_recount(steps):
+    """Whatever mix of appends, drops and one-for-one replacements, and whichever prefixes are read
+    in between (the sums are brought up to date only when read past an edit): every prefix's tokens
+    and blocks equal a recount, every item knows its place, and `call_of` finds what a scan finds."""
+    history = History(7, lambda m: len(m.content) + 1, lambda m: 1 + len(m.tool_calls))
+    k = 0
+
+    def check() -> None:
+        items = history.items
+        assert [it.pos for it in items] == list(range(len(items)))
+        for b in range(len(items) + 1):
+            assert history.prefix_tokens(b) == 7 + sum(it.tokens for it in items[:b])
+            assert history.prefix_blocks(b) == sum(it.blocks for it in items[:b])
+        assert history.prompt_tokens == 7 + sum(it.tokens for it in items)
+        for it in items:
+            for call in it.message.tool_calls:
+                assert history.call_of(call.id) is call
+
+    for step in steps:
+        items = history.items
+        if step[0] == "append":
+            k += 1
+            # a call, then its result: never an orphan; a user message otherwise
+            for kind in (("call", "result") if step[1] % 2 else ("user",)):
+                history.append(history.item(_message(k, kind)))
+        elif items:
+            at = step[1] % len(items)
+            if step[0] == "drop":  # a user message, or a call with its result
+                item = items[at]
+                if item.message.role == "user":
+                    span = (at, at + 1)
+                elif item.message.role == "assistant":
+                    span = (at, at + 2)
+                else:
+                    span = (at - 1, at + 1)
+                history.apply(Edit("drop", (Splice(*span),)), "test")
+                for call in item.message.tool_calls:
+                    assert history.call_of(call.id) is None
+            else:
+                old = items[at].message
+                new = replace(old, content=old.content + "x" * step[2])
+                history.apply(Edit("replace", (Splice(at, at + 1, (history.item(new),)),)), "test")
+        if step[-1] % 2:  # read now (or let the stale sums wait for a later read)
+            check()
+    check()

@@ -132,7 +132,7 @@ class ClearPolicy:
             return known
         p = self.params
         m = item.message
-        call = self._call(history, m.tool_call_id)
+        call = history.call_of(m.tool_call_id)
         error = first_error(m.content)
         template = STUBS.get(p.stub, p.stub)
         text = template.format(tool=m.name or (call.name if call else "tool"), args=short_args(call),
@@ -151,11 +151,6 @@ class ClearPolicy:
             sums.append(sums[-1] + item.tokens - self._stub(history, item).tokens)
         self._stale = stale
         return sums[len(stale)]
-
-    @staticmethod
-    def _call(history: History, call_id: str | None) -> ToolCall | None:
-        holder = history.holder_of(call_id or "")
-        return next((c for c in holder.message.tool_calls if c.id == call_id), None) if holder else None
 
     def decide(self, ctx: Context) -> Sequence[Edit]:
         p = self.params
@@ -185,7 +180,7 @@ class ClearPolicy:
             splices.append(Splice(item.pos, item.pos + 1, (new,)))
             if p.clear_tool_inputs:
                 holder = history.holder_of(item.message.tool_call_id or "")
-                call = self._call(history, item.message.tool_call_id)
+                call = history.call_of(item.message.tool_call_id)
                 if holder is not None and call is not None and call.arguments:
                     holders.setdefault(holder.pos, (holder, set()))[1].add(call.id)
         for index, (holder, ids) in holders.items():

@@ -146,11 +146,9 @@ def calls_for(history: History, items: Sequence[Item]) -> dict[str, ToolCall]:
     for item in items:
         m = item.message
         if m.role == "tool" and m.tool_call_id:
-            holder = history.holder_of(m.tool_call_id)
-            if holder is not None:
-                for call in holder.message.tool_calls:
-                    if call.id == m.tool_call_id:
-                        out[call.id] = call
+            call = history.call_of(m.tool_call_id)
+            if call is not None:
+                out[call.id] = call
     return out
 
 

@@ -140,8 +140,7 @@ class NotesPolicy:
             tool = "notes_rewrite"
         else:
             return None
-        holder = ctx.history.holder_of(message.tool_call_id or "")
-        call = next((c for c in holder.message.tool_calls if c.id == message.tool_call_id), None) if holder else None
+        call = ctx.history.call_of(message.tool_call_id)
         if call is None:
             return None
         book = notes_book(ctx.history)
