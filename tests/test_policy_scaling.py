@@ -215,3 +215,18 @@ def test_reads_per_request_do_not_grow_with_the_trace(spec, traces, monkeypatch)
     # Over the run: linear is ~4x (4x the requests; more when the policy acts more often on the longer
     # trace), quadratic ~16x.
     assert big.total <= 8 * max(small.total, 1000), (spec, small.total, big.total)
+
+
+def test_scored_keeps_what_its_history_bounds_not_what_the_session_evicted(traces):
+    """Between requests scored keeps its units in tier lists; the units it evicted leave them (a dead
+    front is let go once it outgrows the rest), so what it keeps is bounded by the live history, not by
+    all the session ever evicted. On this trace it keeps about one unit per live message; when the
+    evicted front stayed, it kept 2.9 per live message at 1,200 turns, and more the longer the session."""
+    policy = resolve(["scored:budget=100000"])[0].policy
+    replayer = engine.Replayer(traces[BIG], MessageSizer(TokenCounter(get_tokenizer("chars4"))), engine.Setup())
+    run = replayer.run(policy)
+    evicted = sum(e.messages for e in run.events if e.kind == "evict")
+    kept = sum(len(units) for units in policy._lists.values())
+    live = len(policy._history)
+    assert evicted > 5 * live  # the session evicted far more than the history ever holds
+    assert kept <= 2 * live

@@ -516,6 +516,9 @@ class ScoredPolicy:
             if self._dead[t] * 2 > len(units_t) - front[t]:
                 lists[t] = [u for u in units_t[front[t]:] if u.alive]
                 front[t], self._dead[t] = 0, 0
+            elif front[t] * 2 > len(units_t):  # the evicted front outgrew the rest: let it go (memory stays
+                del units_t[: front[t]]  # bounded by the history, not by the session)
+                front[t] = 0
         bounds: list[tuple[float, int, int]] = []  # (bound of a list's next unit, tier, its index), a heap
         for t, units_t in lists.items():
             k = front[t]
