@@ -3,10 +3,12 @@
 Prints, measured in this one run: the time of `compare` (read, count each distinct text once,
 replay and meter 8 policies) divided by the time to read the trace and tokenize each distinct
 text once. Target <= 2.0. `compare` runs the policies on one process per core (as the CLI does;
-the tokenizer, in the floor too, counts on two threads); the same ratio on one process is printed
-beside it. Also prints each policy's own replay time, and how it grows with the
-trace: its time on the 2,400-turn trace divided by its time on a 600-turn one (4x the turns:
-linear is 4.0; a policy that walks the whole history on every request shows ~16).
+counting a big batch, in the floor too, is shared out the same way); the same ratio on one process
+is printed beside it, and so is the ratio of a compare whose 8 policies never act (the engine and
+meter alone: the part of the ratio no policy can save). Also prints each policy's own replay time,
+and how it grows with the trace: its time on the 2,400-turn trace divided by its time on a
+600-turn one (4x the turns: linear is 4.0; a policy that walks the whole history on every request
+shows ~16).
 
 A policy's time includes counting the texts it writes (stubs, summaries): each repeat starts
 from a fresh token memo, primed with the trace's own texts outside the timing.
@@ -36,16 +38,22 @@ from bench_replay import tokenize_once, write_trace
 
 POLICIES = ["none", "clear:trigger=30000,keep=3,clear_at_least=10000", "compact:trigger=60000",
             "truncate", "tiered", "mask", "scored", "zones"]
+# The same families with triggers the trace never reaches: they never act, so their compare is the
+# engine and meter alone (plus the policies' checks per request), the part of the ratio no policy
+# can save.
+IDLE = ["none", "clear:trigger=1000000000", "compact:trigger=1000000000", "truncate:max_lines=1000000",
+        "tiered:max_context_tokens=1000000000", "recent:keep_last=1000000", "scored:budget=1000000000",
+        "zones:window=1000000000"]
 # Every other registered policy, for the growth check (`--policies all`); the window-relative
 # ones get a spec that makes them act on the synthetic trace.
 OTHERS = ["recent", "amortized", "hierarchical", "notes", "clear_thinking", "server_compact:trigger=60000",
           "truncate:on_append=false", "zones:window=60000", "scored:budget=30000", "ctxkit", "yoagent"]
 
 
-def compare_once(path: Path, jobs: int | None = None) -> float:
+def compare_once(path: Path, jobs: int | None = None, specs: list[str] = POLICIES) -> float:
     start = time.perf_counter()
     trace = read_trace(str(path))
-    result = replay_choices(trace, str(path), resolve(POLICIES), Options(jobs=jobs))
+    result = replay_choices(trace, str(path), resolve(specs), Options(jobs=jobs))
     seconds = time.perf_counter() - start  # with the result in hand (freeing it is not part of compare)
     del result
     return seconds
@@ -86,12 +94,13 @@ def main() -> None:
     specs = POLICIES + (OTHERS if args.policies == "all" else [])
     with tempfile.TemporaryDirectory() as tmp:
         path = write_trace(Path(tmp), args.turns)
-        # Interleaved, so that a slow spell of the machine falls on all three alike; best of each.
-        floor = total = alone = (math.inf, math.inf)
+        # Interleaved, so that a slow spell of the machine falls on all of them alike; best of each.
+        floor = total = alone = idle = (math.inf, math.inf)
         for _ in range(args.repeat):
             floor = min(floor, with_cpu(tokenize_once, path))
             total = min(total, with_cpu(compare_once, path))
             alone = min(alone, with_cpu(compare_once, path, 1))
+            idle = min(idle, with_cpu(compare_once, path, None, IDLE))
         requests = sum(s.requests for s in read_trace(str(path)).sessions)
         jobs = plan_jobs(None, len(POLICIES), requests * len(POLICIES))
         print(f"trace: {args.turns} turns, {path.stat().st_size / 1e6:.2f} MB (best of {args.repeat}; "
@@ -108,6 +117,8 @@ def main() -> None:
         best = floor[0] + beyond / available_cores()
         print(f"CPU beyond the floor: {beyond:.3f} s; on {available_cores()} cores with none idle compare would "
               f"take {best:.3f} s, ratio {best / floor[0]:.2f}: below that only less CPU helps")
+        print(f"compare, {len(IDLE)} policies that never act (the engine and meter alone): {idle[0]:.3f} s "
+              f"(CPU {idle[1]:.3f} s), ratio {idle[0] / floor[0]:.2f}: what the policies' own work adds is the rest")
         big = per_policy(path, specs, args.repeat)
         small = per_policy(write_trace(Path(tmp), args.small), specs, args.repeat) if args.small else {}
         if small:
