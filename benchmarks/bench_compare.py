@@ -4,8 +4,8 @@ Prints, measured in this one run: the time of `compare` (read, count each distin
 replay and meter 8 policies) divided by the time to read the trace and tokenize each distinct
 text once. Target <= 2.0. `compare` runs the policies on one process per core (as the CLI does;
 counting a big batch, in the floor too, is shared out the same way); the same ratio on one process
-is printed beside it, and so is the ratio of a compare whose 8 policies never act (the engine and
-meter alone: the part of the ratio no policy can save). Also prints each policy's own replay time,
+is printed beside it, and so is the ratio of a compare whose 8 policies never act (the engine, the
+meter and the policies' checks at each request: the part of the ratio no policy's own work adds). Also prints each policy's own replay time,
 and how it grows with the trace: its time on the 2,400-turn trace divided by its time on a
 600-turn one (4x the turns: linear is 4.0; a policy that walks the whole history on every request
 shows ~16).
@@ -39,8 +39,8 @@ from bench_replay import tokenize_once, write_trace
 POLICIES = ["none", "clear:trigger=30000,keep=3,clear_at_least=10000", "compact:trigger=60000",
             "truncate", "tiered", "mask", "scored", "zones"]
 # The same families with triggers the trace never reaches: they never act, so their compare is the
-# engine and meter alone (plus the policies' checks per request), the part of the ratio no policy
-# can save.
+# engine and meter, plus each policy's check at each request: the part of the ratio that no policy's
+# own work adds.
 IDLE = ["none", "clear:trigger=1000000000", "compact:trigger=1000000000", "truncate:max_lines=1000000",
         "tiered:max_context_tokens=1000000000", "recent:keep_last=1000000", "scored:budget=1000000000",
         "zones:window=1000000000"]
@@ -117,8 +117,8 @@ def main() -> None:
         best = floor[0] + beyond / available_cores()
         print(f"CPU beyond the floor: {beyond:.3f} s; on {available_cores()} cores with none idle compare would "
               f"take {best:.3f} s, ratio {best / floor[0]:.2f}: below that only less CPU helps")
-        print(f"compare, {len(IDLE)} policies that never act (the engine and meter alone): {idle[0]:.3f} s "
-              f"(CPU {idle[1]:.3f} s), ratio {idle[0] / floor[0]:.2f}: what the policies' own work adds is the rest")
+        print(f"compare, {len(IDLE)} policies that never act (engine, meter and the policies' checks): "
+              f"{idle[0]:.3f} s (CPU {idle[1]:.3f} s), ratio {idle[0] / floor[0]:.2f}: the policies' work is the rest")
         big = per_policy(path, specs, args.repeat)
         small = per_policy(write_trace(Path(tmp), args.small), specs, args.repeat) if args.small else {}
         if small:
