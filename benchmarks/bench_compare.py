@@ -5,10 +5,10 @@ replay and meter 8 policies) divided by the time to read the trace and tokenize 
 text once. Target <= 2.0. `compare` runs the policies on one process per core (as the CLI does;
 counting a big batch, in the floor too, is shared out the same way); the same ratio on one process
 is printed beside it, and so is the ratio of a compare whose 8 policies never act (the engine, the
-meter and the policies' checks at each request: the part of the ratio no policy's own work adds). Also prints each policy's own replay time,
-and how it grows with the trace: its time on the 2,400-turn trace divided by its time on a
-600-turn one (4x the turns: linear is 4.0; a policy that walks the whole history on every request
-shows ~16).
+meter and the policies' checks at each request: the part of the ratio no policy's own work adds).
+Also prints each policy's own replay time, and how it grows with the trace: its time on the
+2,400-turn trace divided by its time on a 600-turn one (4x the turns: linear is 4.0; a policy that
+walks the whole history on every request shows ~16).
 
 A policy's time includes counting the texts it writes (stubs, summaries): each repeat starts
 from a fresh token memo, primed with the trace's own texts outside the timing.
