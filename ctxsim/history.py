@@ -284,6 +284,7 @@ class History:
                 holder = self._holder.get(call.id)
                 if holder is item:
                     del self._holder[call.id]
+                    del self._call[call.id]
                     result = self._result.get(call.id)
                     if result is not None and result.alive:
                         raise PolicyViolation(

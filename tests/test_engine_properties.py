@@ -159,6 +159,7 @@ def test_history_sums_positions_and_calls_match_a_recount(steps):
         for it in items:
             for call in it.message.tool_calls:
                 assert history.call_of(call.id) is call
+        assert history._call.keys() == history._holder.keys()  # nothing kept for calls no longer there
 
     for step in steps:
         items = history.items
