@@ -24,7 +24,7 @@ from ctxsim.policies.tiered import COMPACTION_MARKER
 from ctxsim.policies.truncate import split_lines, truncate_text
 from ctxsim.tokens import TokenCounter, get_tokenizer
 
-from helpers import T0, replay, session_of, turn_messages
+from helpers import T0, Capture, SpecStages, replay, session_of, turn_messages
 
 
 def lines(n: int, tag: str = "l") -> str:
@@ -275,6 +275,47 @@ def test_zones_critical_and_thresholds_are_validated():
     assert first.kind == "critical"
     with pytest.raises(ParameterError):
         parse_policy("zones:yellow_at=0.9,red_at=0.85")
+
+
+
+FIRST_LINES = ["- a line that starts with a dash", "  indented, then spaces   ", "123 456 7890 numbers first",
+               "caf\u00e9 na\u00efve \u00fcber \U0001f600", "---", "/src/app/billing/invoice.py:42",
+               "ValueError: bad total", "\t\ttabs", "'s 're quotes", "x" * 300, "-", "a\r", "!!?? ..."]
+
+
+class SummaryWatch(Capture):
+    """Capture, also keeping every summary seen in a request's context, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.summaries: dict[int, Any] = {}
+
+    def decide(self, ctx: Context):
+        for item in ctx.history.items:
+            if item.message.role == "summary":
+                self.summaries.setdefault(id(item), item)
+        return super().decide(ctx)
+
+
+def test_zones_summaries_are_sized_exactly_with_o200k():
+    """zones counts its summaries piece by piece (each line once per session); with o200k_base every
+    summary it writes, the summaries that take earlier ones over too, has the size that counting its
+    whole text gives."""
+    messages: list[Message] = [Message("user", "Reconcile the ledger.", ts=format_ts(T0))]
+    for n in range(1, 61):
+        first = FIRST_LINES[n % len(FIRST_LINES)]
+        messages += tool_turn(n, first + "\n" + lines(20, f"o{n}-"), text=f"step {n}: {FIRST_LINES[-n % 5]}")
+    trace = session_of(messages)
+    naive = replay(trace, "none", tokenizer="o200k_base")
+    window = int(max(r.context_tokens for r in naive.rows) / 2)  # yellow again and again
+    watch = SummaryWatch()
+    replay(trace, SpecStages("zones+watch", [f"zones:window={window}"], watch), tokenizer="o200k_base")
+    summaries = list(watch.summaries.values())
+    heads = [int(it.message.content.split()[2]) for it in summaries]  # "[Summary of N earlier messages]"
+    assert len(summaries) >= 5 and heads[-1] > 2 * heads[0]  # later summaries took the earlier ones over
+    sizer = MessageSizer(TokenCounter(get_tokenizer("o200k_base")))
+    for item in summaries:
+        assert item.tokens == sizer.message(item.message), item.message.content[:80]
 
 
 # ---------------------------------------------------------------- scored
