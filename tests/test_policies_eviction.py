@@ -22,6 +22,7 @@ from ctxsim.policies import Context, NoParams, Stages, parse_policy, policies
 from ctxsim.policies.scored import register_scorer, tiers
 from ctxsim.policies.tiered import COMPACTION_MARKER
 from ctxsim.policies.truncate import split_lines, truncate_text
+from ctxsim.policies.zones import SummarySizer
 from ctxsim.tokens import TokenCounter, get_tokenizer
 
 from helpers import T0, Capture, SpecStages, replay, session_of, turn_messages
@@ -275,6 +276,10 @@ def test_zones_critical_and_thresholds_are_validated():
     assert first.kind == "critical"
     with pytest.raises(ParameterError):
         parse_policy("zones:yellow_at=0.9,red_at=0.85")
+    for share in ("0", "1.5", "-0.2"):
+        with pytest.raises(ParameterError, match="summary_max_share"):
+            parse_policy(f"zones:summary_max_share={share}")
+    assert parse_policy("zones:summary_max_share=none").params.summary_max_share is None
 
 
 
@@ -297,25 +302,65 @@ class SummaryWatch(Capture):
         return super().decide(ctx)
 
 
-def test_zones_summaries_are_sized_exactly_with_o200k():
-    """zones counts its summaries piece by piece (each line once per session); with o200k_base every
-    summary it writes, the summaries that take earlier ones over too, has the size that counting its
-    whole text gives."""
+@pytest.mark.parametrize("tokenizer", ["o200k_base", "chars4"])
+@pytest.mark.parametrize("cap", ["", ",summary_max_share=none"])
+def test_zones_summaries_are_sized_exactly(cap, tokenizer):
+    """zones counts its summaries piece by piece with o200k_base (each line once per session), whole
+    with others; either way every summary it writes, the summaries that take earlier ones over and
+    those cut to the cap too, has the size that counting its whole text gives. With the cap (20 % of
+    the window) no summary passes it: the oldest lines go, as few as it takes; without it every line
+    stays and the summaries outgrow it."""
     messages: list[Message] = [Message("user", "Reconcile the ledger.", ts=format_ts(T0))]
     for n in range(1, 61):
         first = FIRST_LINES[n % len(FIRST_LINES)]
         messages += tool_turn(n, first + "\n" + lines(20, f"o{n}-"), text=f"step {n}: {FIRST_LINES[-n % 5]}")
     trace = session_of(messages)
-    naive = replay(trace, "none", tokenizer="o200k_base")
+    naive = replay(trace, "none", tokenizer=tokenizer)
     window = int(max(r.context_tokens for r in naive.rows) / 2)  # yellow again and again
     watch = SummaryWatch()
-    replay(trace, SpecStages("zones+watch", [f"zones:window={window}"], watch), tokenizer="o200k_base")
+    replay(trace, SpecStages("zones+watch", [f"zones:window={window}{cap}"], watch), tokenizer=tokenizer)
     summaries = list(watch.summaries.values())
     heads = [int(it.message.content.split()[2]) for it in summaries]  # "[Summary of N earlier messages]"
     assert len(summaries) >= 5 and heads[-1] > 2 * heads[0]  # later summaries took the earlier ones over
-    sizer = MessageSizer(TokenCounter(get_tokenizer("o200k_base")))
+    sizer = MessageSizer(TokenCounter(get_tokenizer(tokenizer)))
     for item in summaries:
         assert item.tokens == sizer.message(item.message), item.message.content[:80]
+    entries = [it.message.content.count("\n-") for it in summaries]  # one line per message summarised
+    limit = int(window * 0.2)
+    if cap:
+        assert entries == heads and max(it.tokens for it in summaries) > limit
+    else:
+        assert max(it.tokens for it in summaries) <= limit
+        assert any(e < h for e, h in zip(entries, heads, strict=True))  # the oldest lines went
+
+
+
+@pytest.mark.parametrize("tokenizer", ["o200k_base", "chars4"])
+def test_zones_cuts_the_fewest_oldest_lines_to_the_cap(tokenizer):
+    """A summary over the cap loses its oldest entries, as few as bring it within the cap (one fewer and
+    it would pass it), keeps its head and newest entry, and is sized as counting its text gives."""
+    sizer = MessageSizer(TokenCounter(get_tokenizer(tokenizer)))
+    ctx = Context(History(0, sizer.message, blocks), 1, 100_000, sizer.message)
+    entries = [f"- {role}: {FIRST_LINES[n % len(FIRST_LINES)]} {n}" for n, role in
+               enumerate(["user", "assistant [calls bash]", "tool (bash)"] * 20)]
+    text = "[Summary of 60 earlier messages]\n" + "\n".join(entries)
+    message = Message("summary", text)
+    for cap in (10, 100, 400, sizer.message(message) - 1, sizer.message(message)):
+        summary_size = SummarySizer()
+        tokens = summary_size(ctx, message)
+        assert tokens == sizer.message(message)
+        cut, size = summary_size.trimmed(ctx, message, tokens, cap)
+        assert size == sizer.message(cut)
+        kept = cut.content.split("\n")
+        assert kept[0] == "[Summary of 60 earlier messages]" and kept[1:] == entries[len(entries) - len(kept) + 1:]
+        if cut is message:
+            assert tokens <= cap
+        elif len(kept) == 2:  # only the newest entry left
+            assert size > cap or sizer.message(message.with_content("\n".join([kept[0], *entries[-2:]]))) > cap
+        else:
+            assert size <= cap
+            one_more = "\n".join([kept[0], *entries[len(entries) - len(kept):]])
+            assert sizer.message(message.with_content(one_more)) > cap
 
 
 # ---------------------------------------------------------------- scored

@@ -7,7 +7,12 @@ Before every request the prompt's share of the window picks a zone:
 - yellow, up to `red_at` (85 %): light compression: the oldest `yellow_fraction`
   (20 %) of the history is replaced by one extractive summary (the first line of
   each message, earlier summaries kept whole), and of the memory chunks only the
-  newest `yellow_memory` (3) stay;
+  newest `yellow_memory` (3) stay. A summary takes at most `summary_max_share`
+  (20 %) of the window: past that its oldest lines go first, as a model condensing
+  a summary would (the seed budgets 20-40 % of the window for memory, past
+  summaries included). Without the cap a long session's summary keeps every line it
+  ever took in: 95,000 tokens after 2,400 synthetic turns, and yellow at every
+  request after 4,800;
 - red, up to `critical_at` (95 %): aggressive pruning: only pinned and system
   messages, the last `red_keep_turns` (3) turns and the newest tool result stay,
   and one memory chunk;
@@ -54,6 +59,8 @@ class ZonesParams:
     red_memory: int = field(default=1, metadata=field_doc("memory chunks kept in red and critical"))
     instruction_tokens: int = field(default=200, metadata=field_doc("summarising prompt's instructions, metered"))
     line_chars: int = field(default=160, metadata=field_doc("characters of each message's first line in a summary"))
+    summary_max_share: float | None = field(default=0.2, metadata=field_doc(
+        "most of the window a summary takes; past it its oldest lines go (none: no cap)"))
 
     def __post_init__(self) -> None:
         if not 0 < self.yellow_at < self.red_at < self.critical_at <= 1.5:
@@ -65,6 +72,8 @@ class ZonesParams:
             raise ValueError("counts must not be negative")
         if self.window is not None and self.window < 1:
             raise ValueError("window must be positive")
+        if self.summary_max_share is not None and not 0 < self.summary_max_share <= 1:
+            raise ValueError("summary_max_share must be in (0, 1]")
 
 
 def turn_starts(history: History) -> list[int]:
@@ -163,10 +172,12 @@ class SummarySizer:
         self._counter: object = None
         self._pieces: dict[str, int] = {}  # a middle piece p -> tokens of "-" + p + "\n"
         self._last: tuple[str, _Pieces] | None = None  # the text of the summary sized last, its body's pieces
+        self._pieced = False  # the message sized last was counted piece by piece
 
     def __call__(self, ctx: Context, message: Message, parts: Sequence[str] | None = None,
                  bodies: Mapping[int, str] | None = None) -> int:
         """The message's tokens; `parts` and `bodies` as `summary_parts` returns them for its text, if known."""
+        self._pieced = False
         sizer = getattr(ctx.size, "__self__", None)
         counter = getattr(sizer, "counter", None)
         framing = getattr(sizer, "framing", None)
@@ -198,7 +209,64 @@ class SummarySizer:
         if whole.last is None:
             return ctx.size(message)
         total = count(whole.first + "\n") + whole.middle + count("-" + whole.last)
+        self._pieced = True
         return ctx.size(message.with_content("")) + total
+
+    def trimmed(self, ctx: Context, message: Message, tokens: int, cap: int) -> tuple[Message, int]:
+        """`message` (the summary this sizer sized last, `tokens`) without its oldest "- ..." entries, the
+        fewest that bring it within `cap` tokens (the newest entry always stays); the message and its tokens.
+
+        Counted piece by piece, an entry dropped takes its own count with it: O(entries dropped), and
+        the body remembered for the next summary is cut the same way. Otherwise by bisection.
+        """
+        text = message.content
+        start = text.find("\n-")  # the head ends here; each entry follows a "\n-"
+        if tokens <= cap or start < 0 or text.find("\n-", start + 2) < 0:
+            return message, tokens
+        if not self._pieced:
+            return self._bisected(ctx, message, cap, start)
+        total, pos, first = tokens, start, -1
+        while total > cap and (after := text.find("\n-", pos + 2)) >= 0:
+            dropped = self._middle(text[pos + 2:after])
+            first = dropped if first < 0 else first
+            total -= dropped
+            pos = after
+        trimmed = message.with_content(text[:start] + text[pos:])
+        known = self._last
+        self._last = None
+        if known is not None and known[0] is text and known[1].last is not None and text.find("\n") == start:
+            # The body (after the head line) was "-" + e1, e2 .. e(l-1) as middles, el; it is now
+            # "-" + e(k+1), e(k+2) .. e(l-1), el: the middles lose e2 .. e(k+1).
+            after = text.find("\n-", pos + 2)
+            if after < 0:
+                body = _Pieces(text[pos + 1:])
+            else:
+                kept_first = text[pos + 2:after]
+                lost = (tokens - total) - first + self._middle(kept_first)
+                body = _Pieces("-" + kept_first, known[1].middle - lost, known[1].last)
+            self._last = (trimmed.content, body)
+        return trimmed, total
+
+    def _bisected(self, ctx: Context, message: Message, cap: int, start: int) -> tuple[Message, int]:
+        """`trimmed` for a count that does not add up piece by piece: the fewest oldest entries to drop."""
+        text = message.content
+        cuts = [start]  # where the text goes on after dropping 0, 1, .. entries (the newest always stays)
+        while (after := text.find("\n-", cuts[-1] + 2)) >= 0:
+            cuts.append(after)
+
+        def cut(k: int) -> Message:
+            return message.with_content(text[:start] + text[cuts[k]:])
+
+        low, high = 0, len(cuts) - 1
+        while low < high:  # fewer tokens the more entries go
+            mid = (low + high) // 2
+            if ctx.size(cut(mid)) <= cap:
+                high = mid
+            else:
+                low = mid + 1
+        trimmed = cut(low)
+        self._last = None
+        return trimmed, ctx.size(trimmed)
 
     def _middle(self, piece: str) -> int:
         """Tokens of a middle piece, "-" + piece + "\n"."""
@@ -296,7 +364,11 @@ class ZonesPolicy:
             messages = [history.items[i].message for i in drop]
             parts, bodies = summary_parts(messages, p.line_chars)
             message = Message("summary", "\n".join(parts), ts=messages[-1].ts)
-            summary = history.item(message, inserted=True, tokens=self._summary_size(ctx, message, parts, bodies))
+            tokens = self._summary_size(ctx, message, parts, bodies)
+            if p.summary_max_share is not None:
+                window = p.window or ctx.window
+                message, tokens = self._summary_size.trimmed(ctx, message, tokens, int(window * p.summary_max_share))
+            summary = history.item(message, inserted=True, tokens=tokens)
             runs = _runs(drop)
             splices.append(Splice(runs[0][0], runs[0][1], (summary,)))
             splices.extend(Splice(a, b) for a, b in runs[1:])
