@@ -20,7 +20,8 @@ from ctxsim.errors import ParameterError
 
 P = TypeVar("P")
 
-_INT = re.compile(r"^([0-9][0-9_]*)([kKmM]?)$")
+_INT = re.compile(r"^([0-9][0-9_]*)([kKmM]?)$")  # counts and sizes: never negative
+_NEGATIVE = re.compile(r"^\s*-\s*[0-9]")
 
 
 def _int(text: str) -> int:
@@ -124,6 +125,8 @@ def build_params(cls: type[P], values: Mapping[str, Any], owner: str) -> P:
         try:
             kwargs[key] = _convert(raw, hints[key])
         except (ValueError, TypeError):
+            if isinstance(raw, str) and _NEGATIVE.match(raw) and "int" in type_name(hints[key]):
+                raise ParameterError(f"{owner}: parameter {key!r} must not be negative, got {raw!r}") from None
             raise ParameterError(
                 f"{owner}: parameter {key!r} must be {type_name(hints[key])}, got {raw!r}"
             ) from None

@@ -93,6 +93,8 @@ def test_unknown_and_bad_parameters_are_errors():
         parse_policy("clear:trigerr=5")
     with pytest.raises(ParameterError, match="'keep' must be int"):
         parse_policy("clear:keep=many")
+    with pytest.raises(ParameterError, match="'keep' must not be negative, got '-2'"):
+        parse_policy("clear:keep=-2")
     with pytest.raises(ParameterError, match="unknown policy"):
         parse_policy("nonesuch")
     assert parse_policy("clear:trigger=30k").params.trigger == 30_000
