@@ -91,6 +91,8 @@ def test_compare_cli_table_and_bad_policy(tmp_path: Path, tiny_records):
     assert [r["policy"]["name"] for r in data["runs"]] == ["none", "clear"]  # none added as the baseline
     bad = runner.invoke(app, ["compare", str(trace), "--policies", "clear:keep=lots"])
     assert bad.exit_code == 2 and "'keep' must be int" in bad.stderr
+    empty = runner.invoke(app, ["compare", str(trace), "--policies", " , "])
+    assert empty.exit_code == 2 and "names no policy to compare" in empty.stderr
 
 
 def test_compare_output_json_file_is_the_run_artefact_alone(tmp_path: Path, tiny_records):

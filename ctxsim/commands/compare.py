@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from ctxsim.cli import app, default_trace, guarded
+from ctxsim.errors import CtxsimError
 from ctxsim.commands._options import (
     CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt,
     TraceArg, WindowOpt, options, totals_json,
@@ -50,6 +51,8 @@ def compare(
     from ctxsim.render.terminal import plain, rich_table
 
     specs = split_list(policies)
+    if not specs:
+        raise CtxsimError(f"--policies {policies!r} names no policy to compare (e.g. --policies clear,compact)")
     if not any(s.split(":", 1)[0] == "none" for s in specs):
         specs.insert(0, "none")
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
