@@ -37,7 +37,7 @@ class AmortizedParams:
 
 class AmortizedPolicy:
     name = "amortized"
-    relative_cost = 1.1  # replay time against `none`: see replay_weight
+    relative_cost = 1.2  # replay time against `none`: see replay_weight
 
     def __init__(self, params: AmortizedParams) -> None:
         self.params = params

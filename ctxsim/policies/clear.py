@@ -95,7 +95,7 @@ class ClearPolicy:
     """
 
     name = "clear"
-    relative_cost = 2.4  # replay time against `none`: see replay_weight
+    relative_cost = 2.8  # replay time against `none`: see replay_weight
 
     def __init__(self, params: ClearParams) -> None:
         self.params = params

@@ -256,7 +256,7 @@ class CompactParams(SummaryParams):
 
 class CompactPolicy:
     name = "compact"
-    relative_cost = 2.0  # replay time against `none`: see replay_weight
+    relative_cost = 2.2  # replay time against `none`: see replay_weight
 
     def __init__(self, params: CompactParams) -> None:
         self.params = params

@@ -67,7 +67,7 @@ class HierarchicalPolicy:
     """
 
     name = "hierarchical"
-    relative_cost = 2.1  # replay time against `none`: see replay_weight
+    relative_cost = 2.6  # replay time against `none`: see replay_weight
 
     def __init__(self, params: HierarchicalParams) -> None:
         self.params = params

@@ -63,7 +63,7 @@ class MaskPolicy:
     """
 
     name = "mask"
-    relative_cost = 2.0  # replay time against `none`: see replay_weight
+    relative_cost = 2.3  # replay time against `none`: see replay_weight
 
     def __init__(self, params: MaskParams) -> None:
         self.params = params

@@ -125,7 +125,7 @@ class NotesParams:
 
 class NotesPolicy:
     name = "notes"
-    relative_cost = 1.3  # replay time against `none`: see replay_weight
+    relative_cost = 1.5  # replay time against `none`: see replay_weight
 
     def __init__(self, params: NotesParams) -> None:
         self.params = params

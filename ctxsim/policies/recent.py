@@ -230,7 +230,7 @@ class RecentParams:
 
 class RecentPolicy:
     name = "recent"
-    relative_cost = 1.8  # replay time against `none`: see replay_weight
+    relative_cost = 2.1  # replay time against `none`: see replay_weight
 
     def __init__(self, params: RecentParams) -> None:
         self.params = params

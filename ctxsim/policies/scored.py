@@ -175,7 +175,7 @@ class ScoredPolicy:
     """
 
     name = "scored"
-    relative_cost = 5.5  # replay time against `none`: see replay_weight
+    relative_cost = 7.4  # replay time against `none`: see replay_weight
 
     def __init__(self, params: ScoredParams) -> None:
         self.params = params

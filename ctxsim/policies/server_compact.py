@@ -61,7 +61,7 @@ class ServerCompactParams:
 
 class ServerCompactPolicy:
     name = "server_compact"
-    relative_cost = 1.5  # replay time against `none`: see replay_weight
+    relative_cost = 1.9  # replay time against `none`: see replay_weight
 
     def __init__(self, params: ServerCompactParams) -> None:
         self.params = params

@@ -292,7 +292,7 @@ class TieredPolicy:
     """
 
     name = "tiered"
-    relative_cost = 1.8  # replay time against `none`: see replay_weight
+    relative_cost = 2.2  # replay time against `none`: see replay_weight
 
     def __init__(self, params: TieredParams) -> None:
         self.params = params

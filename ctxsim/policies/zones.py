@@ -305,7 +305,7 @@ class SummarySizer:
 
 class ZonesPolicy:
     name = "zones"
-    relative_cost = 1.9  # replay time against `none`: see replay_weight
+    relative_cost = 2.2  # replay time against `none`: see replay_weight
 
     def __init__(self, params: ZonesParams) -> None:
         self.params = params
