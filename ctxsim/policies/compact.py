@@ -34,14 +34,15 @@ notes when a `notes` stage keeps a notes file for the session (`include_notes`).
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ctxsim.history import Edit, History, Item, SideCall, Splice
+from ctxsim.history import Edit, History, Item, SideCall
 from ctxsim.model import Message, ToolCall
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
+from ctxsim.policies.recent import replace_with
 from ctxsim.summarizers import Summarizer, TurnClock, make_summarizer, run_summarizer, turn_clock
 from ctxsim.summarizers.llm import INSTRUCTIONS
 
@@ -56,50 +57,36 @@ def prompt_before(ctx: Context) -> int:
     return before if isinstance(before, int) else ctx.history.prompt_tokens
 
 
-def positions(history: History) -> dict[int, int]:
-    """id(item) -> its index in the history (every item also knows its own: `Item.pos`)."""
-    return {id(item): i for i, item in enumerate(history.items)}
-
-
-def _index(item: Item, where: dict[int, int] | None) -> int | None:
-    """The index of `item` in the history, None when it is not there."""
-    if where is not None:
-        return where.get(id(item))
-    return item.pos if item.alive else None
-
-
-def group_of(history: History, index: int, where: dict[int, int] | None = None) -> list[int]:
+def group_of(history: History, index: int) -> list[int]:
     """The tool-use group of an item: an assistant message with calls and the results of those calls."""
     item = history.items[index]
     holder = item
     if item.message.role == "tool":
         found = history.holder_of(item.message.tool_call_id or "")
-        if found is None or _index(found, where) is None:
+        if found is None or not found.alive:
             return [index]
         holder = found
     if not holder.message.tool_calls:
         return [index]
-    out = [_index(holder, where)]
+    out = [holder.pos]
     for call in holder.message.tool_calls:
         result = history.result_of(call.id)
-        if result is not None:
-            at = _index(result, where)
-            if at is not None:
-                out.append(at)
-    return out  # type: ignore[return-value]
+        if result is not None and result.alive:
+            out.append(result.pos)
+    return out
 
 
-def protected(history: History, start: int, end: int, where: dict[int, int] | None = None) -> set[int]:
+def protected(history: History, start: int, end: int) -> set[int]:
     """Indices in [start, end) a summary must not replace: pinned messages and their tool-use groups."""
     keep: set[int] = set()
     items = history.items
     for i in range(start, end):
         if items[i].pinned and i not in keep:
-            keep.update(j for j in group_of(history, i, where) if start <= j < end)
+            keep.update(j for j in group_of(history, i) if start <= j < end)
     return keep
 
 
-def safe_cut(history: History, cut: int, where: dict[int, int] | None = None) -> int:
+def safe_cut(history: History, cut: int) -> int:
     """Move `cut` back until no tool result at or after it has its call before it."""
     items = history.items
     cut = max(0, min(cut, len(items)))
@@ -115,29 +102,11 @@ def safe_cut(history: History, cut: int, where: dict[int, int] | None = None) ->
             holder = history.holder_of(m.tool_call_id or "")
             if holder is None:
                 continue
-            at = _index(holder, where)
-            if at is not None and at < cut:
-                cut = at
+            if holder.alive and holder.pos < cut:
+                cut = holder.pos
                 changed = True
                 break
     return cut
-
-
-def runs(indices: Iterable[int]) -> list[tuple[int, int]]:
-    """Sorted indices -> [start, end) runs of consecutive ones."""
-    out: list[tuple[int, int]] = []
-    for i in sorted(indices):
-        if out and out[-1][1] == i:
-            out[-1] = (out[-1][0], i + 1)
-        else:
-            out.append((i, i + 1))
-    return out
-
-
-def replace_with(indices: Iterable[int], new: Item) -> tuple[Splice, ...]:
-    """Splices that drop `indices` and put `new` where the first of them was."""
-    spans = runs(indices)
-    return tuple(Splice(s, e, (new,) if k == 0 else ()) for k, (s, e) in enumerate(spans))
 
 
 def calls_for(history: History, items: Sequence[Item]) -> dict[str, ToolCall]:

@@ -108,21 +108,26 @@ def close_drop(history: History, drop: Iterable[int], snap: Literal["drop", "kee
     return sorted(out)
 
 
+def runs(indices: Iterable[int]) -> list[tuple[int, int]]:
+    """Sorted indices -> [start, end) runs of consecutive ones."""
+    out: list[tuple[int, int]] = []
+    for i in sorted(indices):
+        if out and out[-1][1] == i:
+            out[-1] = (out[-1][0], i + 1)
+        else:
+            out.append((i, i + 1))
+    return out
+
+
+def replace_with(indices: Iterable[int], new: Item) -> tuple[Splice, ...]:
+    """Splices that drop `indices` and put `new` where the first of them was."""
+    spans = runs(indices)
+    return tuple(Splice(s, e, (new,) if k == 0 else ()) for k, (s, e) in enumerate(spans))
+
+
 def drop_splices(indices: Iterable[int]) -> tuple[Splice, ...]:
     """Contiguous runs of indices as dropping splices."""
-    runs: list[Splice] = []
-    start = prev = None
-    for i in sorted(set(indices)):
-        if start is None:
-            start = prev = i
-        elif i == prev + 1:  # type: ignore[operator]
-            prev = i
-        else:
-            runs.append(Splice(start, prev + 1))  # type: ignore[operator]
-            start = prev = i
-    if start is not None:
-        runs.append(Splice(start, prev + 1))  # type: ignore[operator]
-    return tuple(runs)
+    return tuple(Splice(start, end) for start, end in runs(set(indices)))
 
 
 def head_tail_drop(history: History, keep_first: int, keep_last: int) -> list[int]:

@@ -38,7 +38,7 @@ from ctxsim.history import Edit, History, SideCall, Splice
 from ctxsim.model import Message
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
-from ctxsim.policies.recent import close_drop, units
+from ctxsim.policies.recent import close_drop, drop_splices, replace_with, units
 from ctxsim.policies.truncate import first_line
 
 SUMMARY_HEAD = "[Summary of {count} earlier messages]"
@@ -369,9 +369,7 @@ class ZonesPolicy:
                 window = p.window or ctx.window
                 message, tokens = self._summary_size.trimmed(ctx, message, tokens, int(window * p.summary_max_share))
             summary = history.item(message, inserted=True, tokens=tokens)
-            runs = _runs(drop)
-            splices.append(Splice(runs[0][0], runs[0][1], (summary,)))
-            splices.extend(Splice(a, b) for a, b in runs[1:])
+            splices.extend(replace_with(drop, summary))
             read = sum(history.items[i].tokens for i in drop) + p.instruction_tokens
             calls = (SideCall("summarize", read, summary.tokens, f"zones: summary of {len(drop)} messages"),)
         dropped = set(drop)
@@ -404,23 +402,13 @@ class ZonesPolicy:
         keep_heads = {head[i] for i in keep}
         drop = [i for i in range(n) if head[i] not in keep_heads]
         drop = close_drop(history, drop, "keep", head)
-        splices = [Splice(a, b) for a, b in _runs(drop)]
+        splices = list(drop_splices(drop))
         splices.extend(self._memory_stubs(ctx, p.red_memory, set(drop)))
         if not splices:
             return ()
         splices.sort(key=lambda s: s.start)
         note = f"{zone} zone: kept the last {keep_turns} turns, dropped {len(drop)} messages"
         return (Edit(zone, tuple(splices), note),)
-
-
-def _runs(indices: Sequence[int]) -> list[tuple[int, int]]:
-    runs: list[tuple[int, int]] = []
-    for i in sorted(indices):
-        if runs and runs[-1][1] == i:
-            runs[-1] = (runs[-1][0], i + 1)
-        else:
-            runs.append((i, i + 1))
-    return runs
 
 
 register(PolicyInfo(
