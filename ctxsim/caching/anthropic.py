@@ -13,6 +13,7 @@ on the trace's wall clock (`ts`). Rules per model in data.toml.
 from __future__ import annotations
 
 from bisect import bisect_right, insort
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -133,15 +134,8 @@ class AnthropicCache:
             entries[b] = expiry
         last = positions[-1]
         last_tokens = prefix(last)
-        read = prefix(hit) if hit >= 0 else 0
-        written = last_tokens - read if last > hit else 0
-        real = CacheResult(read, 0, written) if self._hour else CacheResult(read, written, 0)
-        if warm_hit == hit:
-            warm = real
-        else:
-            read = prefix(warm_hit) if warm_hit >= 0 else 0
-            written = last_tokens - read if last > warm_hit else 0
-            warm = CacheResult(read, 0, written) if self._hour else CacheResult(read, written, 0)
+        real = self._result(prefix, hit, last, last_tokens)
+        warm = real if warm_hit == hit else self._result(prefix, warm_hit, last, last_tokens)
         for p in positions:  # written, or refreshed: a position past the hit was written again
             if p not in entries:
                 insort(bounds, p)
@@ -153,6 +147,13 @@ class AnthropicCache:
                 del entries[b]
             del bounds[1 : len(bounds) - MAX_ENTRIES + 1]
         return real, warm
+
+
+    def _result(self, prefix: Callable[[int], int], found: int, last: int, last_tokens: int) -> CacheResult:
+        """Read the prefix up to `found` (-1: none), write the rest up to the last breakpoint."""
+        read = prefix(found) if found >= 0 else 0
+        written = last_tokens - read if last > found else 0
+        return CacheResult(read, 0, written) if self._hour else CacheResult(read, written, 0)
 
 
 def _factory(params: AnthropicParams, model: str | None) -> AnthropicCache:
