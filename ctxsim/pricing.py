@@ -36,8 +36,6 @@ def price_data_latest_change() -> str | None:
 
     genai-prices does not stamp its snapshot with a date; its dated changes are the best measure.
     """
-    from datetime import datetime as _datetime
-
     latest = None
     for provider in data_snapshot.get_snapshot().providers:
         for model in provider.models:
@@ -47,7 +45,7 @@ def price_data_latest_change() -> str | None:
                 start = getattr(conditional.constraint, "start_date", None)
                 if start is None:
                     continue
-                day = start.date() if isinstance(start, _datetime) else start
+                day = start.date() if isinstance(start, datetime) else start
                 latest = day if latest is None or day > latest else latest
     return latest.isoformat() if latest else None
 
