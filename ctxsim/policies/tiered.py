@@ -382,15 +382,15 @@ class TieredPolicy:
         return (Edit(result.level, splices, note),)
 
     # ------------------------------------------------------------ compact_messages
-    def _is_settled(self, units: _Units, index: int) -> bool:
-        """Levels 1 and 2 leave the item as it is, whatever follows it."""
-        item = units.history.items[index]
+    def _settles(self, units: _Units, index: int | None, item: Item) -> bool:
+        """Levels 1 and 2 leave `item` (standing for history item `index`, None for one a compaction
+        wrote) as it is, whatever follows it."""
         role = item.message.role
-        if role == "assistant":
-            return units.protected(index)
-        if role == "tool":
-            return units.protected(index) and (item.pinned or self.caps.cut(item.message) is None)
-        return True
+        if role != "assistant" and role != "tool":
+            return True
+        if index is None or not units.protected(index):
+            return False
+        return role == "assistant" or item.pinned or self.caps.cut(item.message) is None
 
     def _settled_after(self, result: _Seq, history: History) -> int:
         """How many items at the front of `result` (the history once our edit is applied) are settled."""
@@ -403,12 +403,8 @@ class TieredPolicy:
                 count += part[1] - part[0]
                 continue
             for e in part:
-                role = e.message.role
-                if role == "assistant" or role == "tool":
-                    if e.index is None or not units.protected(e.index):
-                        return count
-                    if role == "tool" and not e.item.pinned and self.caps.cut(e.message) is not None:
-                        return count
+                if not self._settles(units, e.index, e.item):
+                    return count
                 count += 1
         return count
 
@@ -416,10 +412,11 @@ class TieredPolicy:
         history = ctx.history
         units = _Units(history)
         settled = min(self._settled, end)
-        while settled < end and self._is_settled(units, settled):
+        items = history.items
+        while settled < end and self._settles(units, settled, items[settled]):
             settled += 1
         self._settled = settled
-        region = list(map(Entry, range(settled, end), history.items[settled:end]))
+        region = list(map(Entry, range(settled, end), items[settled:end]))
         entries = _Seq(history, [(0, settled), region])
         if entries.total <= budget:
             return Compaction(entries, "none")
@@ -474,8 +471,8 @@ class TieredPolicy:
             e = work[i]
             m = e.item.message
             role = m.role
-            # an assistant message not guarded (its unit pinned, or its results past the boundary) is summarised
-            if role == "assistant" and not (e.index is not None and (protected(e.index) or e.index in late)):
+            # an assistant message not kept (its unit pinned, or its results past the boundary) is summarised
+            if role == "assistant" and not kept(e):  # (an assistant message heads its own unit)
                 out.append(Entry(None, history.item(
                     Message("user", "[Summary] " + summary_of(m), ts=m.ts), origin=e.item.origin, inserted=True)))
                 i += 1
