@@ -38,7 +38,7 @@ from ctxsim.history import Edit, History, Item
 from ctxsim.memo import IdentityMemo
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
-from ctxsim.policies.recent import EditWatch, drop_splices, protected_units, units
+from ctxsim.policies.recent import EditWatch, drop_splices
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
@@ -110,31 +110,11 @@ class ScoredParams:
 
 
 def tiers(history: History, recent_turns: int, filler_tokens: int) -> list[int]:
-    """The seed's tier (0..4) of every message in the history."""
-    items = history.items
-    n = len(items)
-    turn_starts = [i for i, it in enumerate(items) if it.message.role == "assistant"]
-    last_turn = turn_starts[-1] if turn_starts else n
-    if recent_turns and turn_starts:
-        recent_from = turn_starts[-min(recent_turns, len(turn_starts))]
-    else:
-        recent_from = n
-    users = [i for i, it in enumerate(items) if it.message.role == "user"]
-    protected = {users[0], users[-1]} if users else set()
-    out = []
-    for i, item in enumerate(items):
-        m = item.message
-        if item.pinned or m.role == "system" or i in protected or i >= last_turn:
-            out.append(0)
-        elif i >= recent_from or m.role == "user":
-            out.append(1)
-        elif m.role in ("tool", "summary"):
-            out.append(2)
-        elif m.role == "assistant" and not m.tool_calls and item.tokens <= filler_tokens:
-            out.append(4)
-        else:
-            out.append(3)
-    return out
+    """The seed's tier (0..4) of every message in the history, as `scored` assigns them."""
+    policy = ScoredPolicy(ScoredParams(recent_turns=recent_turns, filler_tokens=filler_tokens))
+    policy._reset(history)
+    last_turn, recent_from = policy._recent_turns(history)
+    return [policy._tier(item, last_turn, recent_from) for item in history.items]
 
 
 BUILTIN_SCORERS = frozenset({"lexical", "jaccard", "constant"})  # relevance always in 0..1
@@ -208,32 +188,6 @@ class ScoredPolicy:
     def budget(self, ctx: Context) -> int:
         p = self.params
         return p.budget if p.budget is not None else int(ctx.window * p.budget_fraction)
-
-    def scores(self, ctx: Context) -> tuple[list[int], dict[int, tuple[int, float]]]:
-        """Unit heads, and for each evictable unit head: (tier, score); every unit, from scratch."""
-        p = self.params
-        history = ctx.history
-        items = history.items
-        n = len(items)
-        tier = tiers(history, p.recent_turns, p.filler_tokens)
-        head = units(history)
-        users = [it for it in items if it.message.role == "user"]
-        query = self._item_words(users[-1]) if users else frozenset()
-        scorer = SCORERS[p.relevance]
-        members: dict[int, list[int]] = {}
-        for i, h in enumerate(head):
-            members.setdefault(h, []).append(i)
-        safe = protected_units(history, head)
-        out: dict[int, tuple[int, float]] = {}
-        for h, idx in members.items():
-            t = min(tier[i] for i in idx)
-            if t == 0 or h in safe:
-                continue
-            doc = frozenset().union(*(self._item_words(items[i]) for i in idx))
-            recency = h / (n - 1) if n > 1 else 1.0
-            score = p.tier_bias[t] + p.recency_weight * recency + p.relevance_weight * scorer(query, doc)
-            out[h] = (t, score)
-        return head, out
 
     # ------------------------------------------------------------ what the policy keeps per session
     def _reset(self, history: History | None) -> None:
@@ -340,6 +294,16 @@ class ScoredPolicy:
         if m.role == "assistant" and not m.tool_calls and item.tokens <= self.params.filler_tokens:
             return 4
         return 3
+
+    def _tier(self, item: Item, last_turn: int, recent_from: int) -> int:
+        """The seed's tier of an item, the newest turn (from `last_turn`) and the recent ones (from
+        `recent_from`) included."""
+        t = self._static_tier(item)
+        if t and item.pos >= last_turn:
+            return 0
+        if t and item.pos >= recent_from:
+            return 1
+        return t
 
     @staticmethod
     def _attached(history: History, item: Item) -> bool:
@@ -492,15 +456,11 @@ class ScoredPolicy:
             members = self._members(history, item)
             tier = 4
             for it in members:
-                t = self._static_tier(it)
-                if t and it.pos >= last_turn:
-                    t = 0
-                elif t and it.pos >= recent_from:
-                    t = 1
-                tier = min(tier, t)
+                tier = min(tier, self._tier(it, last_turn, recent_from))
             if tier:
                 unit = _Unit(item, members, sum(it.tokens for it in members))
-                # The score's first two terms, added as `scores` adds them: score = bound + relevance term.
+                # The score's first two terms, in the order of the seed's sum (tier bias + recency term,
+                # then + relevance term), so that score = bound + relevance term to the last bit.
                 bound = bias[tier] + weight * (j / (n - 1) if n > 1 else 1.0)
                 if self._bounded:
                     heap.append((bound, j, tier, unit, False))
