@@ -107,7 +107,8 @@ class Reference:
         for i in stale:
             e = self.history[i]
             error = FIRST_ERROR.search(e.message.content)
-            text = STUBS["ctxkit"].format(tool=e.message.name, args=self.calls[e.message.tool_call_id].arguments["path"],
+            path = self.calls[e.message.tool_call_id].arguments["path"]
+            text = STUBS["ctxkit"].format(tool=e.message.name, args=path,
                                           tokens=e.tokens, error=f" First error: {error.group(0)}" if error else "")
             stub = Message("tool", text, tool_call_id=e.message.tool_call_id, name=e.message.name)
             stubs[i] = Entry(stub, e.turn, self.size(stub), cleared=True)

@@ -235,7 +235,8 @@ def test_gc_pause_leaves_cycles_collectable_and_frozen_objects_frozen() -> None:
 
 
 @needs_fork
-def test_one_job_keeps_counting_in_one_process_too(trace, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_one_job_keeps_counting_in_one_process_too(  # type: ignore[no-untyped-def]
+        trace, monkeypatch: pytest.MonkeyPatch) -> None:
     import ctxsim.tokens.bpe as bpe
 
     shares: list[int] = []

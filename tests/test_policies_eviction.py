@@ -550,7 +550,8 @@ def test_random_sessions_keep_the_invariants(trace, spec):
 
 
 @pytest.mark.parametrize("spec", ["pipeline:stages=[clear_thinking|mask|scored:budget=40000]",
-                                  "mask+scored:budget=30000", "clear:trigger=8000,keep=2,clear_at_least=1000+scored:budget=12000",
+                                  "mask+scored:budget=30000",
+                                  "clear:trigger=8000,keep=2,clear_at_least=1000+scored:budget=12000",
                                   "scored:budget=30000"])
 def test_scored_following_other_stages_decides_as_starting_over(spec, monkeypatch):
     """scored patches what it keeps with the stubs other stages put in, and keeps its lists filed

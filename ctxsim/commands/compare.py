@@ -10,11 +10,11 @@ import typer
 from rich.console import Console
 
 from ctxsim.cli import app, default_trace, guarded
-from ctxsim.errors import CtxsimError
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt,
-    TraceArg, WindowOpt, options, totals_json,
+    CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt,
+    ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, totals_json,
 )
+from ctxsim.errors import CtxsimError
 
 DEFAULT_POLICIES = ("none,clear,compact,clear+compact,truncate,tiered,mask,recent,zones,scored,hierarchical,"
                     "claude-code,codex")

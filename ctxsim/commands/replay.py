@@ -10,8 +10,8 @@ import typer
 
 from ctxsim.cli import app, default_trace, fail, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt,
-    TraceArg, WindowOpt, options, totals_json,
+    CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt,
+    ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, totals_json,
 )
 
 

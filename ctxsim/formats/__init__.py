@@ -1063,7 +1063,8 @@ def sniff_json_object_text(head: bytes) -> tuple[str, str | None]:
 __all__ = [
     "FormatInfo", "FileReport", "Node", "SessionBuilder", "Source", "TraceError", "any_usage", "anthropic_image_tokens",
     "arguments_of", "detect", "formats", "frozen", "image_size", "image_tokens", "locate", "openai_image_tokens",
-    "read_trace", "read_traces", "register", "sniff_json_head", "sniff_json_object_text", "sniff_jsonl_records", "split_model", "text_of", "usage_anthropic",
+    "read_trace", "read_traces", "register", "sniff_json_head", "sniff_json_object_text", "sniff_jsonl_records",
+    "split_model", "text_of", "usage_anthropic",
     "usage_native", "usage_openai", "format_ts", "parse_ts", "ToolCall",
 ]
 

@@ -169,6 +169,5 @@ def sniff(head: bytes) -> str | None:
     return None
 
 
-
 register(FormatInfo(name=NAME, description="Anthropic Messages API request/response JSON (or JSONL) logs",
                     sniff=sniff, module=__name__, parse=parse))

@@ -435,6 +435,5 @@ def sniff(head: bytes) -> str | None:
     return "no Claude Code lines (type user/assistant/system with sessionId, uuid and message) in the first lines"
 
 
-
 register(FormatInfo(name=NAME, description="Claude Code session JSONL (~/.claude/projects/*/*.jsonl), subagent files",
                     sniff=sniff, module=__name__, parse=parse, link=link))

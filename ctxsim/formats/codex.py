@@ -389,6 +389,5 @@ def sniff(head: bytes) -> str | None:
     return "no rollout lines ({type: session_meta|response_item|event_msg|turn_context, payload}) in the first lines"
 
 
-
 register(FormatInfo(name=NAME, description="OpenAI Codex CLI rollout JSONL (~/.codex/sessions/**/rollout-*.jsonl)",
                     sniff=sniff, module=__name__, parse=parse))

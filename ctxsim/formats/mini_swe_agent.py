@@ -104,6 +104,5 @@ def sniff(head: bytes) -> str | None:
     return "no trajectory_format 'mini-swe-agent-...' (or info.model_stats with messages) in the first bytes"
 
 
-
 register(FormatInfo(name=NAME, description="mini-swe-agent trajectories (messages with each provider response)",
                     sniff=sniff, module=__name__, parse=parse))

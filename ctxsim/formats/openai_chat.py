@@ -24,8 +24,8 @@ from typing import IO, Any
 
 from ctxsim.errors import TraceError
 from ctxsim.formats import (
-    Conversation, FormatInfo, Node, Source, any_usage, arguments_of, frozen, head_text, image_tokens, openai_tool_calls, register,
-    sniff_json_head, split_model, text_of,
+    Conversation, FormatInfo, Node, Source, any_usage, arguments_of, frozen, head_text, image_tokens,
+    openai_tool_calls, register, sniff_json_head, split_model, text_of,
 )
 from ctxsim.model import Message, Session, ToolCall
 
@@ -200,7 +200,6 @@ def sniff(head: bytes) -> str | None:
 
 def _openai_messages(messages: list[Any]) -> bool:
     return all(isinstance(m, dict) and m.get("role") in ROLES for m in messages[:5])
-
 
 
 register(FormatInfo(name=NAME, description="OpenAI Chat Completions messages (+ usage), or request/response logs",

@@ -245,6 +245,5 @@ def sniff(head: bytes) -> str | None:
     return "no OpenHands events ({id, timestamp, source, action|observation}) in the first bytes"
 
 
-
 register(FormatInfo(name=NAME, description="OpenHands event streams (trajectory exports, evaluation output.jsonl)",
                     sniff=sniff, module=__name__, parse=parse))

@@ -159,6 +159,5 @@ def sniff(head: bytes) -> str | None:
     return "no SWE-agent keys (trajectory with history / observation) in the first bytes"
 
 
-
 register(FormatInfo(name=NAME, description="SWE-agent .traj trajectories (history messages; run totals only)",
                     sniff=sniff, module=__name__, parse=parse))

@@ -13,9 +13,9 @@ writes than it saves.
 from __future__ import annotations
 
 import re
-from operator import is_
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from operator import is_
 from typing import Literal
 
 from ctxsim.history import Edit, History, Item, Splice

@@ -150,8 +150,9 @@ class ScoredPolicy:
     Messages another stage replaced one for one (stubs, masks, thinking cleared) are put in place
     in the units that hold them (the history's journal). When the history changed in a way the lists
     do not follow (another stage dropped or inserted messages, a tool result arrived for an old
-    call, a turn it counted as recent was evicted) they are rebuilt from the history once. With weights or a relevance scorer that could make a score fall
-    below its bound (negative weights, a scorer not built in), every unit is scored, as before.
+    call, a turn it counted as recent was evicted) they are rebuilt from the history once. With
+    weights or a relevance scorer that could make a score fall below its bound (negative weights,
+    a scorer not built in), every unit is scored, as before.
     """
 
     name = "scored"
