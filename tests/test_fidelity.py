@@ -259,3 +259,39 @@ def test_priors_mode_fits_nothing_and_anchors_on_the_first_request():
     assert result.checks[0].prompt_error == 0.0  # the first request is the anchor
     with pytest.raises(ValueError):
         calibration(thinking_trace(), "chars4", mode="guess")
+
+
+# ---------------------------------------------------------------- a drop nothing in the log explains; no usage
+
+
+def test_a_prompt_drop_the_log_does_not_explain_re_anchors_down():
+    """Request 4's recorded prompt is 2,000 tokens below request 3's though the log only grew (the
+    product dropped something it does not log): re-anchored there, reported, scale not bent."""
+    messages = []
+    sent = 0
+    for k in range(1, 8):
+        user = 60 * k
+        messages.append(Message("user", "abcd" * user, ts=format_ts(T0 + 30 * k)))
+        sent += billed(user)
+        if k == 4:
+            sent -= 2_000 + billed(60 * 3)  # request 4 is 2,000 below request 3 although the log grew
+        messages.append(Message("assistant", "wxyz" * 40, ts=format_ts(T0 + 30 * k + 2),
+                                usage=Usage(PREFIX + sent, 0, 0, 0, 40)))
+        sent += billed(40)
+    trace = Trace("drop", (Session(id="p", source="synthetic", model="claude-sonnet-4-5", provider="anthropic",
+                                   messages=tuple(messages)),))
+    cal = calibration(trace, "chars4")
+    assert cal.scale == pytest.approx(SCALE, abs=1e-6) and cal.message_tokens == OVERHEAD
+    assert [(a.request, a.tokens, a.reason) for a in cal.anchors] == [(4, -(2_000 + billed(180)), "unexplained drop")]
+    assert cal.missing_report["dropped_tokens"] == 2_000 + billed(180) and cal.missing_tokens == 0
+    assert validate(trace, "chars4", calibration=cal).stats("prompt")["max"] == 0.0
+
+
+def test_a_session_without_usage_takes_its_products_prefix_prior():
+    """A Claude Code subagent whose responses logged no usage, beside a main session that did."""
+    main = thinking_trace().sessions[0]
+    sub = Session(id="sub", source="claude-code", model="claude-sonnet-4-5", provider="anthropic",
+                  messages=(Message("user", "abcd" * 10), Message("assistant", "ok")), extra={"agent_id": "x"})
+    cal = calibration(Trace("mixed", (main, sub)), "chars4")
+    assert cal.session_prefix_tokens["sub"] == 6_000  # the claude-code subagent prior (it shows no system prompt)
+    assert any("sub: no recorded usage" in n for n in cal.notes)
