@@ -10,10 +10,14 @@ compares every request with its recorded usage, per session:
 * cost: total simulated cost against the recorded bill (relative, list prices);
 * range: whether the recorded bill lies inside the calibration's cost range (when it gives one).
 
-Two modes: `fit` (per-trace calibration: the fit on the trace's own usage, what `validate` does)
-and `priors` (no fit: the shipped priors per tokenizer and provider). A session is scored with the
-parameters of its own trace; the priors are shipped data that no sample was used to set, so a
-session is never scored on values fitted to it in `priors` mode (leave-one-session-out).
+Three modes:
+
+* `fit`: per-trace calibration, the fit on the trace's own usage (what `validate` does);
+* `priors`: no fit, the shipped priors per tokenizer and provider (shipped data no sample was used
+  to set), each session part anchored on its first request;
+* `others`: leave-one-session-out: scale and overhead fitted on every OTHER session of the same
+  provider (all samples), applied as the prior to the held-out session, which is anchored on its
+  own first request as in `priors`. It says whether a per-product constant would generalise.
 
 It is a benchmark, not a test: it prints what it measures and never fails on a figure.
 Usage: python benchmarks/bench_fidelity.py [--root ../shared/traces-real] [--tokenizer o200k_base]
@@ -54,6 +58,38 @@ def _validate(trace, tokenizer: str, mode: str, reports: list[FileReport]):  # t
     if "mode" in params:  # the calibration that knows priors and gaps
         return validate(trace, tokenizer, mode=mode, reports=reports)
     return validate(trace, tokenizer, calibrate=(mode == "fit"))  # before: fit or raw
+
+
+def leave_one_out(loaded: list[tuple[str, object, list[FileReport]]], tokenizer: str) -> list[list[str]]:
+    """Per held-out session: scale and overhead fitted on the other sessions of its provider."""
+    from dataclasses import replace
+
+    from ctxsim.calibrate import calibration, token_prior
+    from ctxsim.engine import Setup, resolve
+    from ctxsim.model import Trace
+
+    by_provider: dict[str, list[tuple[str, object]]] = defaultdict(list)
+    for name, trace, _ in loaded:
+        provider = resolve(trace, Setup())[0].provider  # type: ignore[arg-type]
+        for session in trace.sessions:  # type: ignore[attr-defined]
+            by_provider[provider].append((name, session))
+    out: list[list[str]] = []
+    for name, trace, reports in loaded:
+        provider = resolve(trace, Setup())[0].provider  # type: ignore[arg-type]
+        for session in trace.sessions:  # type: ignore[attr-defined]
+            if not any(m.usage is not None and m.usage.input_tokens > 0 for m in session.messages):
+                continue
+            others = [s for _, s in by_provider[provider] if s is not session]
+            if not others:
+                continue
+            learned = calibration(Trace("others", tuple(others)), tokenizer)  # type: ignore[arg-type]
+            base = token_prior(learned.tokenizer, provider)
+            prior = replace(base, scale=learned.scale, message_tokens=learned.message_tokens,
+                            source=f"fitted on {len(others)} other sessions", date="")
+            cal = calibration(trace, tokenizer, mode="priors", reports=reports, prior=prior)  # type: ignore[arg-type]
+            result = validate(trace, tokenizer, calibration=cal)  # type: ignore[arg-type]
+            out.extend(r for r in rows_of(result, "others") if session.id.endswith(r[1]))
+    return out
 
 
 def rows_of(result, label: str) -> list[list[str]]:  # type: ignore[no-untyped-def]
@@ -101,6 +137,7 @@ def main() -> int:
     header = ["mode", "session", "reqs", "prompt med", "prompt p90", "read", "write", "hit pt", "cost", "in range"]
     table: list[list[str]] = []
     skipped: list[str] = []
+    loaded: list[tuple[str, object, list[FileReport]]] = []
     for name, paths in groups(root):
         reports: list[FileReport] = []
         try:
@@ -115,7 +152,12 @@ def main() -> int:
                 skipped.append(f"{name}: {exc}".splitlines()[0][:160])
                 break
             table.extend(rows_of(result, mode))
-    table.sort(key=lambda r: (r[0] != "fit", r[1]))
+        else:
+            loaded.append((name, trace, reports))
+    if "mode" in inspect.signature(validate).parameters:  # the calibration that takes a prior
+        table.extend(leave_one_out(loaded, args.tokenizer))
+    order = {"fit": 0, "priors": 1, "others": 2}
+    table.sort(key=lambda r: (order[r[0]], r[1]))
     widths = [max(len(r[i]) for r in [header, *table]) for i in range(len(header))]
     for row in [header, ["-" * w for w in widths], *table]:
         print("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))

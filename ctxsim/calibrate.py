@@ -530,12 +530,13 @@ def _fit_slopes(segments: list[_Segment], prior: TokenPrior) -> tuple[float, flo
 
 def calibration(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCounter | None = None, *,
                 mode: str = "fit", skipped_lines: Mapping[str, Sequence[int]] | None = None,
-                reports: Sequence[Any] | None = None) -> Calibration:
+                reports: Sequence[Any] | None = None, prior: TokenPrior | None = None) -> Calibration:
     """The one calibration replay, compare and validate use.
 
     `mode`: `fit` (scale and overhead fitted on the trace's usage, bounded by the priors) or
     `priors` (no fit). `skipped_lines` (line numbers per session id) or `reports` (the readers'
-    FileReports) say where lines were skipped, so the replay re-anchors there.
+    FileReports) say where lines were skipped, so the replay re-anchors there. `prior` replaces
+    the shipped prior for this tokenizer and provider (e.g. one fitted on other sessions).
     """
     if mode not in MODES:
         raise ValueError(f"unknown calibration mode {mode!r}; known: {', '.join(MODES)}")
@@ -543,7 +544,7 @@ def calibration(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCount
     name = getattr(counter.tokenizer, "name", tokenizer)
     skipped = dict(skipped_lines or {}) or gaps_by_session(trace, reports)
     replayer, _, _, base = replay_none(trace, counter, BASE_FRAMING, Setup())
-    prior = token_prior(name, replayer.resolved.provider)
+    prior = prior or token_prior(name, replayer.resolved.provider)
     segments = _segments(trace, MessageSizer(counter, BASE_FRAMING), base, skipped, prior)
     used = sum(len(s.points) for s in segments)
     notes: list[str] = []
