@@ -21,8 +21,9 @@ billed tokens per counted token and `overhead` the framing tokens per message th
    residual of its first segment; `priors`: its first request), never larger than what its first
    request leaves unexplained, so never larger than that request's whole prompt. The per-product
    values in the priors are used only for sessions that recorded no usage.
-3. Re-anchoring: where the log misses something (lines a reader skipped, a resumed process, a
-   recorded prompt that fell though nothing in the log was removed), the replay is re-anchored
+3. Re-anchoring: where the log misses something (lines a reader skipped, a resumed process, the
+   product's own compaction or microcompaction inside a session part, a recorded prompt that fell
+   though nothing in the log was removed), the replay is re-anchored
    there and the tokens reported as missing, not folded into the fitted parameters. An anchor is
    applied as an `extra_tokens` adjustment on the last message that arrives before that request
    (marked `extra["anchor_tokens"]`), so every later request carries it and the cache sees it as
@@ -32,9 +33,12 @@ billed tokens per counted token and `overhead` the framing tokens per message th
    flags it: `Usage.extra["output_placeholder"]`) is billed at an estimate, the counted size of
    its logged content, and flagged `Usage.extra["output_estimated"]`.
 5. Cost range: the log cannot tell whether a part's first request read a prefix cached by another
-   session, or whether requests outside the log kept the cache warm across an idle gap. `high` is
-   the replay as modelled (cold start, expiry as the cache model has it); `low` assumes the shared
-   prefix was warm at every part's first request and nothing expired.
+   session, whether requests outside the log kept the cache warm across an idle gap (Claude Code
+   sends such requests), or, on OpenAI-style caches, whether the cache ran into the previous
+   response. `low` assumes all three (the shared prefix warm at every part's first request,
+   nothing expired, reads up to the previous prompt plus its response); `high` is the replay as
+   modelled plus, at each request where the recorded read fell short of the replay's within the
+   cache lifetime with nothing in the log changed, the rewrite the provider billed.
 
 Use: `cal = calibration(trace, "o200k_base")` (always returns one; `fit` returns None with fewer
 than 3 recorded requests), then replay `cal.apply(trace)` with `cal.framing()`, `cal.setup(...)`
@@ -65,6 +69,7 @@ MIN_REQUESTS = 3
 BASE_FRAMING = Framing(message_tokens=0, tool_call_tokens=0, tool_result_tokens=0)
 MODES = ("fit", "priors")
 PLACEHOLDER_MAX_OUTPUT = 9  # Claude Code's streaming placeholders: 1-9 output tokens, no stop reason
+PRODUCT_EDITS = ("compaction", "microcompact", "history_rewritten")  # events that re-anchor inside a part
 DROP_TOLERANCE_TOKENS = 256  # a recorded prompt that fell by more than this (and 2 %) beyond what the log removed
 
 # Anthropic models that keep the thinking of earlier turns (extended-thinking docs; the clear_thinking
@@ -451,6 +456,9 @@ def _break(session: Session, previous: Request, r: Request, gaps: Sequence[int],
         return "skipped lines"
     if r.recorded.extra.get("total_reset"):
         return "resumed process"
+    for event in session.events:  # the product's own edit inside a session part: the log records it, the
+        if event.name in PRODUCT_EDITS and previous.position < event.position <= r.position:  # replay keeps all
+            return f"{event.name} in the log"
     before, now = previous.recorded.usage, r.recorded.usage
     assert before is not None and now is not None
     fell = now.input_tokens - before.input_tokens
@@ -652,6 +660,7 @@ def _assess(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibratio
             + cal.hidden_prefix_tokens + MessageSizer(counter, cal.framing()).tools(session)
         s_low = s_high = Decimal(0)
         first = first_seen = True
+        previous: int | None = None
         for r in requests:
             if not _billed(r):
                 continue
@@ -670,6 +679,8 @@ def _assess(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibratio
             low = row.cost_warm_usd
             if first:  # the shared prefix may have been cached by another session before this log starts
                 low = min(low, _warm_start(pricer, row, shared, ts))
+            elif not writes_cache and previous is not None:  # OpenAI-style: the cache may run into the response
+                low = min(low, _warm_start(pricer, row, previous, ts))
                 first = False
             high = row.cost_usd
             if not first_seen and u.cache_read_tokens < row.cache_read_tokens - 0.05 * u.input_tokens:
@@ -677,6 +688,7 @@ def _assess(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibratio
                 high = max(high, _cache_break(pricer, row, u.cache_read_tokens, writes_cache, ts))
                 breaks += 1
             first_seen = False
+            previous = row.input_tokens + row.output_tokens  # what the next request may find cached
             s_low += low
             s_high += high
         if s_high or s_low:

@@ -295,3 +295,45 @@ def test_a_session_without_usage_takes_its_products_prefix_prior():
     cal = calibration(Trace("mixed", (main, sub)), "chars4")
     assert cal.session_prefix_tokens["sub"] == 6_000  # the claude-code subagent prior (it shows no system prompt)
     assert any("sub: no recorded usage" in n for n in cal.notes)
+
+
+def test_a_microcompaction_the_log_records_re_anchors_with_its_name():
+    """Claude Code's microcompact clears old tool output inside a session part: the log records the
+    event, the none replay keeps the output, so the replay re-anchors there (by the event's name)."""
+    from ctxsim.model import Event
+
+    trace = thinking_trace(model="claude-opus-4-5")  # keeps thinking: every response's thinking is billed
+    session = trace.sessions[0]
+    messages = list(session.messages)
+    for i in range(7, len(messages), 2):  # from request 4 on, 1,500 tokens fewer were sent
+        u = messages[i].usage
+        assert u is not None
+        messages[i] = Message("assistant", messages[i].content, ts=messages[i].ts, thinking=messages[i].thinking,
+                              usage=Usage(u.input_tokens - 1_500, 0, 0, 0, u.output_tokens))
+    event = Event("microcompact", position=6, ts=messages[6].ts)
+    trace = Trace("mc", (Session(id="t", source="synthetic", model="claude-opus-4-5", provider="anthropic",
+                                 messages=tuple(messages), events=(event,)),))
+    cal = calibration(trace, "chars4")
+    assert [(a.request, a.reason) for a in cal.anchors] == [(4, "microcompact in the log")]
+
+
+def test_an_openai_cache_that_runs_into_the_response_is_inside_the_range():
+    """gpt-5, three requests 2 s apart: the recorded reads run into the previous response (prompt +
+    output), the replay caches prompts only. The low end of the range allows it."""
+    messages = []
+    sent = previous = 0
+    for k in range(1, 4):
+        messages.append(Message("user", "abcd" * (1_000 * k), ts=format_ts(T0 + 2 * k)))
+        sent += 1_000 * k + 4
+        read = 0 if k == 1 else previous
+        messages.append(Message("assistant", "wxyz" * 100, ts=format_ts(T0 + 2 * k + 1),
+                                usage=Usage(PREFIX + sent, read, 0, 0, 100)))
+        previous = PREFIX + sent + 100
+        sent += 100 + 4
+    trace = Trace("oa", (Session(id="o", source="synthetic", model="gpt-5", provider="openai",
+                                 messages=tuple(messages)),))
+    result = validate(trace, "chars4", mode="priors")
+    assert result.cost_range_usd is not None
+    low, high = result.cost_range_usd
+    assert low < result.simulated_cost <= high
+    assert result.recorded_cost < result.simulated_cost and result.recorded_in_range
