@@ -470,18 +470,27 @@ def _break(session: Session, previous: Request, r: Request, gaps: Sequence[int],
     return None
 
 
-def _huber(x: Any, y: Any, iterations: int = 40) -> Any:
-    """Least squares with Huber weights (k = 1.345 robust sigma): outliers pull little. None if singular."""
+def _huber(x: Any, y: Any, group: Any, iterations: int = 40) -> Any:
+    """Slopes of y on the columns of x with one free intercept per `group` (segment), by weighted
+    within-group demeaning (the same fit as one dummy column per group, in O(n) memory), Huber
+    weights (k = 1.345 robust sigma): outliers pull little. None when the slopes are not determined."""
     import numpy as np
 
+    groups = int(group.max()) + 1
     w = np.ones(len(y))
     beta = None
     for _ in range(iterations):
+        total = np.bincount(group, weights=w, minlength=groups)
+        mean_y = np.bincount(group, weights=w * y, minlength=groups) / total
+        xd = np.column_stack([x[:, j] - (np.bincount(group, weights=w * x[:, j], minlength=groups) / total)[group]
+                              for j in range(x.shape[1])])
+        yd = y - mean_y[group]
         sw = np.sqrt(w)
-        beta, _, rank, _ = np.linalg.lstsq(x * sw[:, None], y * sw, rcond=None)
-        if rank < x.shape[1]:
+        a = xd * sw[:, None]
+        if np.linalg.matrix_rank(a, tol=1e-6 * max(1.0, float(np.abs(a).max(initial=0.0)))) < x.shape[1]:
             return None
-        r = y - x @ beta
+        beta, *_ = np.linalg.lstsq(a, yd * sw, rcond=None)
+        r = yd - xd @ beta
         sigma = float(np.median(np.abs(r))) / 0.6745
         if sigma <= 1e-9:
             break
@@ -503,16 +512,15 @@ def _fit_slopes(segments: list[_Segment], prior: TokenPrior) -> tuple[float, flo
     if n < MIN_REQUESTS or n < len(usable) + 3:
         return (prior.scale, float(prior.message_tokens), "priors",
                 f"too few requests to fit ({n} within segments of two or more)", None, None)
-    rows, ys = [], []
+    rows, ys, group = [], [], []
     for j, seg in enumerate(usable):
         for r, fixed in seg.points:
-            dummy = [0.0] * len(usable)
-            dummy[j] = 1.0
-            rows.append([*dummy, float(r.prompt_tokens - fixed), float(r.messages)])
+            rows.append([float(r.prompt_tokens - fixed), float(r.messages)])
             assert r.recorded.usage is not None
             ys.append(float(r.recorded.usage.input_tokens - fixed))
-    x, y = np.array(rows), np.array(ys)
-    beta = _huber(x, y)
+            group.append(j)
+    x, y, g = np.array(rows), np.array(ys), np.array(group)
+    beta = _huber(x, y, g)
     raw_scale = raw_overhead = None
     if beta is not None:
         raw_scale = float(beta[-2])
@@ -521,8 +529,7 @@ def _fit_slopes(segments: list[_Segment], prior: TokenPrior) -> tuple[float, flo
                 and prior.message_tokens_low <= raw_overhead <= prior.message_tokens_high:
             return raw_scale, raw_overhead, "fit", None, raw_scale, raw_overhead
     # overhead from the prior, scale fitted alone
-    x1 = np.column_stack([x[:, :-2], x[:, -2] + prior.message_tokens * x[:, -1]])
-    beta1 = _huber(x1, y)
+    beta1 = _huber((x[:, 0] + prior.message_tokens * x[:, 1])[:, None], y, g)
     shown = "singular" if beta is None else (f"scale {raw_scale:.3f}, overhead "
                                             + (f"{raw_overhead:.1f}" if raw_overhead is not None else "undefined"))
     if beta1 is not None and prior.scale_low <= float(beta1[-1]) <= prior.scale_high:
@@ -592,15 +599,18 @@ def calibration(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCount
     placeholders = tuple((r.session, r.index) for rs in base for r in rs
                          if r.recorded.usage is not None and r.recorded.usage.extra.get("output_placeholder"))
     cal = replace(shell, hidden_prefix_tokens=hidden, group_prefix_tokens=group_prefix,
-                  group_requests={g: sum(len(sg.points) for sg in segments if group_of(_by_id(trace, sg.session)) == g)
-                                  for g in group_prefix},
+                  group_requests=_group_requests(trace, segments),
                   session_groups={s.id: group_of(s) for s in trace.sessions}, session_prefix_tokens=prefixes,
                   anchors=tuple(anchors), placeholder_outputs=placeholders, notes=tuple(notes))
     return _assess(trace, counter, cal)
 
 
-def _by_id(trace: Trace, sid: str) -> Session:
-    return next(s for s in trace.sessions if s.id == sid)
+def _group_requests(trace: Trace, segments: list[_Segment]) -> dict[str, int]:
+    group = {s.id: group_of(s) for s in trace.sessions}
+    out: dict[str, int] = {}
+    for seg in segments:
+        out[group[seg.session]] = out.get(group[seg.session], 0) + len(seg.points)
+    return out
 
 
 def _intercepts(trace: Trace, segments: list[_Segment], sim: Mapping[tuple[str, int], int], median_of: bool
