@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import cache
@@ -770,10 +770,3 @@ def calibrated(trace: Trace, tokenizer: str = "o200k_base", framing: Framing | N
         return trace, framing, setup or Setup(), None
     return cal.apply(trace), cal.framing(framing), cal.setup(setup), cal
 
-
-def requests(trace: Trace) -> Iterator[tuple[Session, Message]]:
-    """Every recorded request (assistant message) with its session, in order."""
-    for s in trace.sessions:
-        for m in s.messages:
-            if m.role == "assistant":
-                yield s, m

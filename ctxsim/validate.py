@@ -12,7 +12,7 @@ logged, a prompt that shrank with no compaction logged, an image whose size is e
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
