@@ -306,6 +306,9 @@ class Calibration:
     cost_usd: Decimal | None = None  # the calibrated none replay, over the requests with usage
     cost_range_usd: tuple[Decimal, Decimal] | None = None
     session_cost_ranges: dict[str, tuple[Decimal, Decimal]] = field(default_factory=dict)
+    # what each session part's first request read from a cache warmed before its log starts (recorded):
+    # for a cache model that can start warm; the replay today starts cold and the range covers it
+    warm_start_tokens: dict[str, int] = field(default_factory=dict)
 
     @property
     def missing_tokens(self) -> int:
@@ -397,7 +400,8 @@ class Calibration:
                 "quality": dict(self.quality),
                 "recorded_cost_usd": None if self.recorded_cost_usd is None else str(self.recorded_cost_usd),
                 "cost_usd": None if self.cost_usd is None else str(self.cost_usd),
-                "cost_range_usd": None if self.cost_range_usd is None else [str(v) for v in self.cost_range_usd]}
+                "cost_range_usd": None if self.cost_range_usd is None else [str(v) for v in self.cost_range_usd],
+                "warm_start_tokens": dict(self.warm_start_tokens)}
 
 
 # ---------------------------------------------------------------- the fit
@@ -598,10 +602,16 @@ def calibration(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCount
     hidden = min(prefixes.values()) if prefixes else 0
     placeholders = tuple((r.session, r.index) for rs in base for r in rs
                          if r.recorded.usage is not None and r.recorded.usage.extra.get("output_placeholder"))
+    warm = {}
+    for rs in base:
+        first = next((r for r in rs if _billed(r)), None)
+        if first is not None and first.recorded.usage is not None and first.recorded.usage.cache_read_tokens:
+            warm[first.session] = first.recorded.usage.cache_read_tokens
     cal = replace(shell, hidden_prefix_tokens=hidden, group_prefix_tokens=group_prefix,
                   group_requests=_group_requests(trace, segments),
                   session_groups={s.id: group_of(s) for s in trace.sessions}, session_prefix_tokens=prefixes,
-                  anchors=tuple(anchors), placeholder_outputs=placeholders, notes=tuple(notes))
+                  anchors=tuple(anchors), placeholder_outputs=placeholders, notes=tuple(notes),
+                  warm_start_tokens=warm)
     return _assess(trace, counter, cal)
 
 

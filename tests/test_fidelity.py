@@ -247,6 +247,7 @@ def test_a_warm_first_read_is_a_cost_range_with_the_bill_inside():
     assert data["cost_usd"]["recorded_in_range"] is True and len(data["cost_usd"]["range"]) == 2
     cal = result.calibration
     assert cal is not None and cal.cost_range_usd == result.cost_range_usd
+    assert cal.warm_start_tokens == {"w": PREFIX}  # what the log shows was warm, for a cache that can start so
     assert cal.session_cost_ranges["w"] == result.cost_range_usd
 
 
