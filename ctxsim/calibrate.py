@@ -401,6 +401,7 @@ class Calibration:
                 "recorded_cost_usd": None if self.recorded_cost_usd is None else str(self.recorded_cost_usd),
                 "cost_usd": None if self.cost_usd is None else str(self.cost_usd),
                 "cost_range_usd": None if self.cost_range_usd is None else [str(v) for v in self.cost_range_usd],
+                "session_cost_ranges_usd": {k: [str(lo), str(hi)] for k, (lo, hi) in self.session_cost_ranges.items()},
                 "warm_start_tokens": dict(self.warm_start_tokens)}
 
 

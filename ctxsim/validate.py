@@ -1,12 +1,16 @@
 """Validation: replay a trace with no policy and compare each request with what it recorded.
 
-The replay uses the trace's own provider, model and cache model (policy `none`), first
-calibrated (see `calibrate`) unless asked not to. Per request it compares the simulated
-prompt, cache read and cache write with the recorded usage; errors are relative to the
-recorded prompt, so a request that read nothing from the cache still has a finite error.
-For the requests that differ most it says what the log shows about why (a cache kept warm
-outside the log, a provider-side cache miss, a compaction whose summarising call is not
-logged, a prompt that shrank with no compaction logged, an image whose size is estimated).
+The replay uses the trace's own provider, model and cache model (policy `none` with the
+provider's rules, see `calibrate.ProviderReasoningRule`), first calibrated by
+`calibrate.calibration` (the one calibration replay and compare use too) unless asked not to.
+Per request it compares the simulated prompt, cache read and cache write with the recorded
+usage; errors are relative to the recorded prompt, so a request that read nothing from the
+cache still has a finite error. Recorded costs bill an estimate where the log holds only a
+streaming placeholder output count. Where the cache cannot be known from the log, the cost is
+a range (`cost_range_usd`) and the report says whether the bill lies inside it. For the
+requests that differ most it says what the log shows about why (a cache kept warm outside the
+log, a provider-side cache miss, a compaction whose summarising call is not logged, a prompt
+that shrank with no compaction logged, a re-anchored gap, an image whose size is estimated).
 """
 
 from __future__ import annotations
