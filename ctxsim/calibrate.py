@@ -309,6 +309,9 @@ class Calibration:
     # what each session part's first request read from a cache warmed before its log starts (recorded):
     # for a cache model that can start warm; the replay today starts cold and the range covers it
     warm_start_tokens: dict[str, int] = field(default_factory=dict)
+    # per session part that continues another after a compaction: how much larger its hidden prefix is than
+    # the part before's (what the product re-attached, e.g. files re-read, that the log does not show)
+    reattached_tokens: dict[str, int] = field(default_factory=dict)
 
     @property
     def missing_tokens(self) -> int:
@@ -324,6 +327,8 @@ class Calibration:
             entry["tokens"] += a.tokens
         return {"missing_tokens": self.missing_tokens,
                 "dropped_tokens": -sum(a.tokens for a in self.anchors if a.tokens < 0), "by_reason": by,
+                "reattached_after_compaction_tokens": sum(self.reattached_tokens.values()),
+                "reattached_by_part": dict(self.reattached_tokens),
                 "placeholder_outputs": len(self.placeholder_outputs)}
 
     def framing(self, base: Framing | None = None) -> Framing:
@@ -601,6 +606,9 @@ def calibration(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCount
                     notes.append(f"{s.id}: no recorded usage; hidden prefix {tokens:,} tokens from the "
                                  f"{s.source} prior ({where})")
     hidden = min(prefixes.values()) if prefixes else 0
+    billed_parts = {seg.session for seg in segments}
+    reattached = {s.id: max(0, prefixes[s.id] - prefixes[s.extra["continues"]]) for s in trace.sessions
+                  if s.id in billed_parts and s.extra.get("continues") in billed_parts}
     placeholders = tuple((r.session, r.index) for rs in base for r in rs
                          if r.recorded.usage is not None and r.recorded.usage.extra.get("output_placeholder"))
     warm = {}
@@ -612,7 +620,7 @@ def calibration(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCount
                   group_requests=_group_requests(trace, segments),
                   session_groups={s.id: group_of(s) for s in trace.sessions}, session_prefix_tokens=prefixes,
                   anchors=tuple(anchors), placeholder_outputs=placeholders, notes=tuple(notes),
-                  warm_start_tokens=warm)
+                  warm_start_tokens=warm, reattached_tokens=reattached)
     return _assess(trace, counter, cal)
 
 

@@ -370,6 +370,10 @@ def validation_tables(v: Validation, worst: int = 10) -> tuple[list[Any], list[s
         if cal.anchors:
             rows.append(["re-anchored (tokens the log misses)", ", ".join(
                 f"{reason}: {e['anchors']} x, {e['tokens']:+,} tokens" for reason, e in missing["by_reason"].items())])
+        if missing["reattached_after_compaction_tokens"]:
+            rows.append(["re-attached after a compaction (not in the log)",
+                         f"{missing['reattached_after_compaction_tokens']:,} tokens over "
+                         f"{len([v for v in cal.reattached_tokens.values() if v])} part(s)"])
         if cal.placeholder_outputs:
             rows.append(["output counts estimated", f"{len(cal.placeholder_outputs)} streaming placeholder(s)"])
         out.append(TableData(

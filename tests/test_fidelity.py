@@ -338,3 +338,45 @@ def test_an_openai_cache_that_runs_into_the_response_is_inside_the_range():
     low, high = result.cost_range_usd
     assert low < result.simulated_cost <= high
     assert result.recorded_cost < result.simulated_cost and result.recorded_in_range
+
+
+def test_context_re_attached_after_a_compaction_is_reported_not_fitted():
+    """Part 2 continues part 1 after the product compacted: its first request carries the summary (in
+    the log) and 2,000 tokens of re-read files (not in the log), on top of the same hidden prefix."""
+    from ctxsim.model import Event
+
+    part1 = thinking_trace(model="claude-opus-4-5").sessions[0]
+    first = part1.messages[1].usage
+    assert first is not None
+    messages = []
+    sent = 0
+    summary = Message("summary", "s" * 800, ts=format_ts(T0 + 1_000))
+    sent += billed(200)
+    messages.append(summary)
+    for k in range(1, 5):
+        messages.append(Message("user", "abcd" * (52 * k), ts=format_ts(T0 + 1_000 + 60 * k)))
+        sent += billed(52 * k)
+        messages.append(Message("assistant", "wxyz" * 40, ts=format_ts(T0 + 1_000 + 60 * k + 5),
+                                usage=Usage(PREFIX + 2_000 + sent, 0, 0, 0, 40)))
+        sent += billed(40)
+    part2 = Session(id="t/part-2", source="synthetic", model="claude-opus-4-5", provider="anthropic",
+                    messages=tuple(messages), events=(Event("compaction", 0, ts=summary.ts),),
+                    extra={"continues": "t"})
+    # part 1 recorded with its thinking kept (Opus 4.5): rebuild its prompts by the same rule
+    p1 = []
+    sent = 0
+    for m in part1.messages:
+        if m.role == "assistant":
+            m = Message("assistant", m.content, ts=m.ts, thinking=m.thinking, usage=Usage(PREFIX + sent, 0, 0, 0, 40))
+            sent += billed(40 + len(m.thinking or "") // 4)
+        else:
+            sent += billed(len(m.content) // 4)
+        p1.append(m)
+    trace = Trace("c", (Session(id="t", source="synthetic", model="claude-opus-4-5", provider="anthropic",
+                                messages=tuple(p1)), part2))
+    cal = calibration(trace, "chars4")
+    assert cal.scale == pytest.approx(SCALE, abs=1e-6) and cal.message_tokens == OVERHEAD
+    assert cal.session_prefix_tokens == {"t": PREFIX, "t/part-2": PREFIX + 2_000}
+    assert cal.reattached_tokens == {"t/part-2": 2_000}
+    assert cal.missing_report["reattached_after_compaction_tokens"] == 2_000
+    assert validate(trace, "chars4", calibration=cal).stats("prompt")["max"] == 0.0
