@@ -1,38 +1,213 @@
-"""Calibration: fit how the counted prompt maps to the billed one, from the requests a trace recorded.
+"""Calibration: fit how the counted prompt maps to the billed one, on exactly what the replay sends.
 
 A log rarely shows everything a request carried: Claude Code never logs its system prompt and
 tool schemas, and Claude's tokenizer is not o200k. Where the trace records real usage, the
-recorded prompt of request k (inclusive `input_tokens`) is fitted as
+recorded prompt of request k of session part s is modelled as
 
-    recorded_k = prefix_g + scale * (counted_text_k + overhead * messages_k)
+    recorded_k = counted_fixed_s + prefix_s + anchors_k + scale * (text_k + overhead * messages_k)
 
-`counted_text_k` is what ctxsim counts of the messages before request k (no framing),
-`messages_k` how many there are, `prefix_g` the hidden fixed prefix of the session's group
-(the main agent and its subagents carry different system prompts and tools), `scale` the
-billed tokens per counted token and `overhead` the framing tokens per message the provider
-adds. The fit is a robust (Huber-weighted) least squares over the requests that are not the
-first after a recorded compaction (the summary call itself is not logged). The prefixes are
-then re-centred on the applied framing (medians of the residuals), so rounding cancels.
+`text_k` and `messages_k` are what the `none` replay sends (the same engine and meter path, the
+provider's rules applied: earlier turns' thinking or reasoning dropped at a new user message, see
+ProviderReasoningRule), `counted_fixed_s` the system prompt and tools the log shows, `prefix_s`
+the hidden prefix of that session part (system prompt, tool schemas, injected reminders),
+`anchors_k` the tokens the log is missing before request k (re-anchoring, below), `scale` the
+billed tokens per counted token and `overhead` the framing tokens per message the provider adds.
 
-Use: `cal = fit(trace, "o200k_base")`, then replay `cal.apply(trace)` with
-`cal.framing()` and `cal.setup(Setup(...))` (`Setup(hidden_prefix_tokens=cal.hidden_prefix_tokens)`).
+1. `scale` and `overhead` are one robust (Huber) least-squares fit over the requests, with one
+   intercept per segment (a session part, split at its anchors). The fit is bounded by priors per
+   tokenizer and provider (calibration_priors.toml, with sources and dates): a fit outside the
+   bounds, or one with too few requests, falls back to the priors and says why.
+2. The hidden prefix is taken per session part from that part's own requests (`fit`: the median
+   residual of its first segment; `priors`: its first request), never larger than what its first
+   request leaves unexplained, so never larger than that request's whole prompt. The per-product
+   values in the priors are used only for sessions that recorded no usage.
+3. Re-anchoring: where the log misses something (lines a reader skipped, a resumed process, the
+   product's own compaction or microcompaction inside a session part, a recorded prompt that fell
+   though nothing in the log was removed), the replay is re-anchored
+   there and the tokens reported as missing, not folded into the fitted parameters. An anchor is
+   applied as an `extra_tokens` adjustment on the last message that arrives before that request
+   (marked `extra["anchor_tokens"]`), so every later request carries it and the cache sees it as
+   part of that message; a negative anchor (content the log shows but the provider did not get)
+   makes that message lighter.
+4. Output counts: a response whose recorded `output_tokens` is a streaming placeholder (the reader
+   flags it: `Usage.extra["output_placeholder"]`) is billed at an estimate, the counted size of
+   its logged content, and flagged `Usage.extra["output_estimated"]`.
+5. Cost range: the log cannot tell whether a part's first request read a prefix cached by another
+   session, whether requests outside the log kept the cache warm across an idle gap (Claude Code
+   sends such requests), or, on OpenAI-style caches, whether the cache ran into the previous
+   response. `low` assumes all three (the shared prefix warm at every part's first request,
+   nothing expired, reads up to the previous prompt plus its response); `high` is the replay as
+   modelled plus, at each request where the recorded read fell short of the replay's within the
+   cache lifetime with nothing in the log changed, the rewrite the provider billed.
+
+Use: `cal = calibration(trace, "o200k_base")` (always returns one; `fit` returns None with fewer
+than 3 recorded requests), then replay `cal.apply(trace)` with `cal.framing()`, `cal.setup(...)`
+and `cal.policy(policy, provider, model)` (the provider's rules). `calibrated(...)` does all of it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+import tomllib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from functools import cache
+from importlib.resources import files
 from statistics import median
 from typing import Any
 
 from ctxsim.counting import Framing, MessageSizer
-from ctxsim.engine import Setup
-from ctxsim.model import Session, Trace
+from ctxsim.engine import Replayer, Setup
+from ctxsim.history import Edit, History, Splice
+from ctxsim.model import Message, Session, Trace
+from ctxsim.policies import Context, NoParams, Policy, Stages, parse_policy
+from ctxsim.pricing import Bill
 from ctxsim.tokens import TokenCounter, get_tokenizer
 
 MIN_REQUESTS = 3
 BASE_FRAMING = Framing(message_tokens=0, tool_call_tokens=0, tool_result_tokens=0)
+MODES = ("fit", "priors")
+PLACEHOLDER_MAX_OUTPUT = 9  # Claude Code's streaming placeholders: 1-9 output tokens, no stop reason
+PRODUCT_EDITS = ("compaction", "microcompact", "history_rewritten")  # events that re-anchor inside a part
+DROP_TOLERANCE_TOKENS = 256  # a recorded prompt that fell by more than this (and 2 %) beyond what the log removed
+
+# Anthropic models that keep the thinking of earlier turns (extended-thinking docs; the clear_thinking
+# policy cites the same list); older ones strip it from the prompt.
+KEEPS_THINKING = ("claude-opus-4-5", "claude-opus-4-6", "claude-opus-4-7", "claude-sonnet-4-6", "claude-sonnet-4-7")
+TAG = "provider_dropped_reasoning"
+
+
+# ---------------------------------------------------------------- provider rules
+
+
+class ProviderReasoningRule:
+    """The provider, not the agent, drops reasoning sent back from turns before the latest user message.
+
+    OpenAI reasoning models ignore the reasoning items of earlier turns (the Responses API
+    reasoning guide: reasoning is carried within a turn, discarded at the next user message);
+    Claude models before Opus 4.5 / Sonnet 4.6 strip earlier turns' thinking blocks. A log of
+    the agent still holds them; under `none` the replay would keep counting them. This rule
+    drops them as the provider does: an assistant message before the latest user message loses
+    its thinking text and its hidden reasoning tokens (an anchor it carries is kept). The
+    calibration fits on the replay with this rule; `with_provider_rules` puts it in front of
+    any policy so that `replay` and `compare` send what `validate` checks.
+    """
+
+    name = "provider-rules"
+    params = NoParams()
+
+    def __init__(self, provider: str, model: str) -> None:
+        self.openai = provider == "openai"
+        self.anthropic = provider == "anthropic" and not model.lower().startswith(KEEPS_THINKING)
+        self._history: History | None = None
+        self._seen = 0
+        self._last_user = 0
+        self._done = 0
+        self.dropped_tokens = 0
+
+    @property
+    def active(self) -> bool:
+        return self.openai or self.anthropic
+
+    def _carries(self, message: Message) -> bool:
+        if message.role != "assistant":
+            return False
+        if self.openai and message.extra.get("reasoning_tokens") and message.extra_tokens != _anchor(message):
+            return True
+        return self.anthropic and bool(message.thinking)
+
+    def decide(self, ctx: Context) -> list[Edit]:
+        history = ctx.history
+        if history is not self._history or len(history) < self._seen:
+            self._history, self._seen, self._last_user, self._done = history, 0, 0, 0
+        items = history.items
+        for i in range(self._seen, len(items)):
+            if items[i].message.role == "user":
+                self._last_user = i
+        self._seen = len(items)
+        splices = []
+        for i in range(self._done, self._last_user):
+            item = items[i]
+            if TAG in item.tags or not self._carries(item.message):
+                continue
+            message = item.message
+            lighter = replace(message, thinking=None, extra_tokens=_anchor(message))
+            new = history.item(lighter, origin=item.origin, tags=item.tags | {TAG}, cleared=item.cleared,
+                               inserted=item.inserted, pinned=item.pinned)
+            self.dropped_tokens += item.tokens - new.tokens
+            splices.append(Splice(i, i + 1, (new,)))
+        self._done = max(self._done, self._last_user)
+        if not splices:
+            return []
+        return [Edit("provider_drops_reasoning", tuple(splices),
+                     f"the provider dropped the reasoning of {len(splices)} earlier-turn responses")]
+
+
+def _anchor(message: Message) -> int:
+    return int(message.extra.get("anchor_tokens", 0) or 0)
+
+
+def with_provider_rules(policy: Policy, provider: str, model: str) -> tuple[Policy, ProviderReasoningRule | None]:
+    """`policy` with the provider's reasoning rule run first (a fresh rule: it keeps per-run state)."""
+    rule = ProviderReasoningRule(provider, model)
+    if not rule.active:
+        return policy, None
+    stages = tuple(getattr(policy, "stages", None) or (policy,))
+    if policy.name == "none" and len(stages) == 1:
+        return Stages("none", (rule,)), rule
+    return Stages(policy.name, (rule, *stages), getattr(policy, "params", NoParams())), rule
+
+
+# ---------------------------------------------------------------- priors
+
+
+@dataclass(frozen=True)
+class TokenPrior:
+    tokenizer: str
+    provider: str
+    scale: float
+    scale_low: float
+    scale_high: float
+    message_tokens: int
+    message_tokens_low: int
+    message_tokens_high: int
+    source: str
+    date: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tokenizer": self.tokenizer, "provider": self.provider, "scale": self.scale,
+                "scale_bounds": [self.scale_low, self.scale_high], "message_tokens": self.message_tokens,
+                "message_tokens_bounds": [self.message_tokens_low, self.message_tokens_high],
+                "source": self.source, "date": self.date}
+
+
+@cache
+def _priors_data() -> dict[str, Any]:
+    return tomllib.loads((files("ctxsim") / "calibration_priors.toml").read_text(encoding="utf-8"))
+
+
+def token_prior(tokenizer: str, provider: str) -> TokenPrior:
+    """The prior for counting with `tokenizer` what `provider` bills: exact, then (tokenizer, *), then (*, *)."""
+    entries = _priors_data()["token"]
+    for want in ((tokenizer, provider), (tokenizer, "*"), ("*", "*")):
+        for e in entries:
+            if (e["tokenizer"], e["provider"]) == want:
+                return TokenPrior(**{k: e[k] for k in TokenPrior.__dataclass_fields__})
+    raise AssertionError("calibration_priors.toml has no (*, *) token prior")
+
+
+def prefix_prior(product: str | None, group: str) -> tuple[int, str]:
+    """A product's hidden prefix for a session with no recorded usage: (tokens, source)."""
+    entries = _priors_data()["prefix"]
+    for want in ((product, group), (product, "main"), ("*", "*")):
+        for e in entries:
+            if (e["product"], e["group"]) == want:
+                return int(e["tokens"]), f"{e['source']} ({e['date']})"
+    return 0, "no prior"
+
+
+# ---------------------------------------------------------------- the replay the fit sees
 
 
 def group_of(session: Session) -> str:
@@ -41,101 +216,120 @@ def group_of(session: Session) -> str:
     return f"{session.source}:{kind}" if session.source else kind
 
 
+def _kind(session: Session) -> str:
+    return group_of(session).rsplit(":", 1)[-1]
+
+
 @dataclass(frozen=True)
-class Point:
-    """One recorded request: what was counted before it and what was billed."""
+class Request:
+    """One replayed request of a session and what it recorded (when it did)."""
 
     session: str
-    group: str
     index: int  # 1-based request number in its session
-    text_tokens: int  # counted message tokens, no framing
+    position: int  # the assistant message's position in session.messages
+    prompt_tokens: int  # as the replay sends it
     messages: int
-    fixed_tokens: int  # counted system + tools (zero when the log does not show them)
-    recorded_tokens: int
-    after_compaction: bool
+    recorded: Message  # the assistant message (its usage is what was billed)
+    row: Any  # the meter's Row
 
 
-def points(trace: Trace, counter: TokenCounter) -> list[Point]:
-    """Every request with recorded usage, measured under the bare framing (policy none: nothing removed)."""
-    sizer = MessageSizer(counter, BASE_FRAMING)
-    out = []
+def replay_none(trace: Trace, counter: TokenCounter, framing: Framing | None, setup: Setup | None,
+                ) -> tuple[Replayer, Any, ProviderReasoningRule | None, list[list[Request]]]:
+    """The `none` replay with the provider's rules: (replayer, run, rule or None, requests per session)."""
+    replayer = Replayer(trace, MessageSizer(counter, framing), setup or Setup())
+    policy, rule = with_provider_rules(parse_policy("none"), replayer.resolved.provider, replayer.resolved.model_id)
+    run = replayer.run(policy)
+    rows = iter(r for r in run.rows if r.kind == "request")
+    out: list[list[Request]] = []
     for session in trace.sessions:
-        sizer.prime(session)
-        fixed = sizer.system(session) + sizer.tools(session)
-        compacted = any(e.name == "compaction" for e in session.events)
-        text = messages = index = 0
-        for message in session.messages:
-            if message.role == "assistant":
-                index += 1
-                usage = message.usage
-                if usage is not None and usage.input_tokens > 0:
-                    out.append(Point(session.id, group_of(session), index, text, messages, fixed,
-                                     usage.input_tokens, compacted and index == 1))
-            text += sizer.message(message)
-            messages += 1
-    return out
-
-
-def _solve(rows: list[list[float]], ys: list[float], weights: list[float]) -> list[float] | None:
-    """Weighted least squares by the normal equations (small systems; Gauss-Jordan with pivoting)."""
-    k = len(rows[0])
-    a = [[0.0] * (k + 1) for _ in range(k)]
-    for row, y, w in zip(rows, ys, weights, strict=True):
-        for i in range(k):
-            wi = w * row[i]
-            if wi == 0.0:
+        index = 0
+        mine = []
+        for position, message in enumerate(session.messages):
+            if message.role != "assistant":
                 continue
-            for j in range(k):
-                a[i][j] += wi * row[j]
-            a[i][k] += wi * y
-    for col in range(k):
-        pivot = max(range(col, k), key=lambda r: abs(a[r][col]))
-        if abs(a[pivot][col]) < 1e-9:
-            return None
-        a[col], a[pivot] = a[pivot], a[col]
-        for r in range(k):
-            if r != col and a[r][col] != 0.0:
-                f = a[r][col] / a[col][col]
-                for c in range(col, k + 1):
-                    a[r][c] -= f * a[col][c]
-    return [a[i][k] / a[i][i] for i in range(k)]
+            index += 1
+            row = next(rows)
+            mine.append(Request(session.id, index, position, row.input_tokens, row.messages, message, row))
+        out.append(mine)
+    return replayer, run, rule, out
 
 
-def huber_fit(rows: list[list[float]], ys: list[float], iterations: int = 40) -> list[float] | None:
-    """Least squares with Huber weights (k = 1.345 robust sigma): outliers pull little."""
-    weights = [1.0] * len(ys)
-    beta = None
-    for _ in range(iterations):
-        beta = _solve(rows, ys, weights)
-        if beta is None:
-            return None
-        residuals = [y - sum(b * x for b, x in zip(beta, row, strict=True)) for row, y in zip(rows, ys, strict=True)]
-        scale = median(abs(r) for r in residuals) / 0.6745
-        if scale <= 1e-9:
-            break
-        limit = 1.345 * scale
-        new = [1.0 if abs(r) <= limit else limit / abs(r) for r in residuals]
-        if max(abs(x - y) for x, y in zip(new, weights, strict=True)) < 1e-6:
-            break
-        weights = new
-    return beta
+def _billed(request: Request) -> bool:
+    usage = request.recorded.usage
+    return usage is not None and usage.input_tokens > 0
+
+
+# ---------------------------------------------------------------- result
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """Tokens the log is missing before a request: applied on the message at `position` of `session`."""
+
+    session: str
+    request: int  # 1-based request index in the session
+    position: int  # the message that carries the adjustment
+    tokens: int  # billed tokens (negative: the log holds content the provider did not get)
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session": self.session, "request": self.request, "tokens": self.tokens, "reason": self.reason}
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """The fitted values and how they were found; apply with `apply`, `framing` and `setup`."""
+    """The fitted values, how they were found, and how good they are; apply with `apply`, `framing`, `setup`."""
 
     scale: float
     message_tokens: int  # framing per message, in counted tokens
-    hidden_prefix_tokens: int  # the smallest group prefix: what Setup carries
-    group_prefix_tokens: dict[str, int]
+    hidden_prefix_tokens: int  # the smallest session prefix: what Setup carries
+    group_prefix_tokens: dict[str, int]  # median session prefix per group (main agent, subagents)
     group_requests: dict[str, int]
     requests_used: int
-    requests_excluded: int
+    requests_excluded: int  # recorded requests that only anchor (the single request of a segment)
     tokenizer: str
-    model: str = "prefix + scale x (text + overhead x messages)"
+    model: str = "prefix per session part + anchors + scale x (text + overhead x messages)"
     notes: tuple[str, ...] = ()
     session_groups: dict[str, str] = field(default_factory=dict)
+    mode: str = "fit"  # asked for: fit or priors
+    source: str = "fit"  # what scale and overhead came from: fit, fit+prior overhead, priors
+    fell_back: bool = False
+    fallback_reason: str | None = None
+    fitted_scale: float | None = None  # the raw fit, also when rejected
+    fitted_message_tokens: float | None = None
+    prior: TokenPrior | None = None
+    session_prefix_tokens: dict[str, int] = field(default_factory=dict)
+    anchors: tuple[Anchor, ...] = ()
+    placeholder_outputs: tuple[tuple[str, int], ...] = ()  # (session, request) whose output was estimated
+    quality: dict[str, Any] = field(default_factory=dict)  # in-sample errors of the calibrated none replay
+    recorded_cost_usd: Decimal | None = None
+    cost_usd: Decimal | None = None  # the calibrated none replay, over the requests with usage
+    cost_range_usd: tuple[Decimal, Decimal] | None = None
+    session_cost_ranges: dict[str, tuple[Decimal, Decimal]] = field(default_factory=dict)
+    # what each session part's first request read from a cache warmed before its log starts (recorded):
+    # for a cache model that can start warm; the replay today starts cold and the range covers it
+    warm_start_tokens: dict[str, int] = field(default_factory=dict)
+    # per session part that continues another after a compaction: how much larger its hidden prefix is than
+    # the part before's (what the product re-attached, e.g. files re-read, that the log does not show)
+    reattached_tokens: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def missing_tokens(self) -> int:
+        """Tokens the log is missing at its anchors (positive anchors; drops are counted apart)."""
+        return sum(a.tokens for a in self.anchors if a.tokens > 0)
+
+    @property
+    def missing_report(self) -> dict[str, Any]:
+        by: dict[str, dict[str, int]] = {}
+        for a in self.anchors:
+            entry = by.setdefault(a.reason, {"anchors": 0, "tokens": 0})
+            entry["anchors"] += 1
+            entry["tokens"] += a.tokens
+        return {"missing_tokens": self.missing_tokens,
+                "dropped_tokens": -sum(a.tokens for a in self.anchors if a.tokens < 0), "by_reason": by,
+                "reattached_after_compaction_tokens": sum(self.reattached_tokens.values()),
+                "reattached_by_part": dict(self.reattached_tokens),
+                "placeholder_outputs": len(self.placeholder_outputs)}
 
     def framing(self, base: Framing | None = None) -> Framing:
         base = base or Framing()
@@ -145,106 +339,453 @@ class Calibration:
     def setup(self, base: Setup | None = None) -> Setup:
         return replace(base or Setup(), hidden_prefix_tokens=self.hidden_prefix_tokens)
 
+    def policy(self, policy: Policy, provider: str, model: str) -> Policy:
+        """`policy` with the provider's rules in front: what the calibration was fitted on."""
+        return with_provider_rules(policy, provider, model)[0]
+
+    def prefix_of(self, session: Session) -> int:
+        if session.id in self.session_prefix_tokens:
+            return self.session_prefix_tokens[session.id]
+        return self.group_prefix_tokens.get(group_of(session), self.hidden_prefix_tokens)
+
     def apply(self, trace: Trace, counter: TokenCounter | None = None) -> Trace:
-        """The trace with each group's extra prefix (above the smallest) in its sessions' system size."""
-        if all(v == self.hidden_prefix_tokens for v in self.group_prefix_tokens.values()):
-            return trace
+        """The trace with each session's prefix (above the smallest) in its system size, the anchors on
+        their messages and placeholder output counts replaced by estimates."""
         sizer = MessageSizer(counter or TokenCounter(get_tokenizer(self.tokenizer)), self.framing())
+        anchors: dict[tuple[str, int], list[Anchor]] = {}
+        for a in self.anchors:
+            anchors.setdefault((a.session, a.position), []).append(a)
+        placeholders = set(self.placeholder_outputs)
         sessions = []
+        changed = False
         for s in trace.sessions:
-            extra = self.group_prefix_tokens.get(group_of(s), self.hidden_prefix_tokens) - self.hidden_prefix_tokens
-            if extra > 0:
-                s = replace(s, system_tokens=sizer.system(s) + extra)
-            sessions.append(s)
-        return replace(trace, sessions=tuple(sessions))
+            new = s
+            extra = self.prefix_of(s) - self.hidden_prefix_tokens
+            if extra:
+                new = replace(new, system_tokens=sizer.system(s) + extra)
+            messages = list(s.messages)
+            touched = False
+            index = 0
+            for i, m in enumerate(messages):
+                if m.role == "assistant":
+                    index += 1
+                    if (s.id, index) in placeholders and m.usage is not None:
+                        estimate = max(m.usage.output_tokens, sizer.message(m) - self.message_tokens)
+                        usage = replace(m.usage, output_tokens=estimate,
+                                        extra={**m.usage.extra, "output_estimated": True,
+                                               "output_recorded": m.usage.output_tokens})
+                        m = messages[i] = replace(m, usage=usage)
+                        touched = True
+                for a in anchors.get((s.id, i), ()):
+                    counted = round(a.tokens / self.scale) if self.scale else a.tokens
+                    m = messages[i] = replace(m, extra_tokens=m.extra_tokens + counted,
+                                              extra={**m.extra, "anchor_tokens": _anchor(m) + counted,
+                                                     "anchor": a.reason})
+                    touched = True
+            if touched:
+                new = replace(new, messages=tuple(messages))
+            changed = changed or new is not s
+            sessions.append(new)
+        return replace(trace, sessions=tuple(sessions)) if changed else trace
 
     def to_json(self) -> dict[str, Any]:
         return {"scale": round(self.scale, 4), "message_tokens": self.message_tokens,
                 "hidden_prefix_tokens": self.hidden_prefix_tokens,
                 "group_prefix_tokens": dict(self.group_prefix_tokens), "group_requests": dict(self.group_requests),
+                "session_prefix_tokens": dict(self.session_prefix_tokens),
                 "requests_used": self.requests_used, "requests_excluded": self.requests_excluded,
-                "tokenizer": self.tokenizer, "model": self.model, "notes": list(self.notes)}
+                "tokenizer": self.tokenizer, "model": self.model, "notes": list(self.notes),
+                "mode": self.mode, "source": self.source, "fell_back": self.fell_back,
+                "fallback_reason": self.fallback_reason,
+                "fitted_scale": None if self.fitted_scale is None else round(self.fitted_scale, 4),
+                "fitted_message_tokens": None if self.fitted_message_tokens is None
+                else round(self.fitted_message_tokens, 2),
+                "prior": self.prior.to_json() if self.prior else None,
+                "anchors": [a.to_json() for a in self.anchors], "missing": self.missing_report,
+                "quality": dict(self.quality),
+                "recorded_cost_usd": None if self.recorded_cost_usd is None else str(self.recorded_cost_usd),
+                "cost_usd": None if self.cost_usd is None else str(self.cost_usd),
+                "cost_range_usd": None if self.cost_range_usd is None else [str(v) for v in self.cost_range_usd],
+                "session_cost_ranges_usd": {k: [str(lo), str(hi)] for k, (lo, hi) in self.session_cost_ranges.items()},
+                "warm_start_tokens": dict(self.warm_start_tokens)}
 
 
-def fit(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCounter | None = None) -> Calibration | None:
-    """Fit scale, per-message overhead and hidden prefixes; None when fewer than 3 requests recorded usage."""
-    counter = counter or TokenCounter(get_tokenizer(tokenizer))
-    every = points(trace, counter)
-    used = [p for p in every if not p.after_compaction]
-    if len(used) < MIN_REQUESTS:
-        return None
-    groups = sorted({p.group for p in used})
-    notes: list[str] = []
-    rows = [[1.0 if p.group == g else 0.0 for g in groups] + [float(p.text_tokens), float(p.messages)] for p in used]
-    ys = [float(p.recorded_tokens - p.fixed_tokens) for p in used]
-    beta = huber_fit(rows, ys) if len(used) >= len(groups) + 3 else None
-    scale = overhead = None
+# ---------------------------------------------------------------- the fit
+
+
+@dataclass
+class _Segment:
+    session: str
+    points: list[tuple[Request, int]] = field(default_factory=list)  # (request, counted fixed tokens)
+    reason: str | None = None  # why it starts (None: the session part's first)
+
+
+def gaps_by_session(trace: Trace, reports: Sequence[Any] | None) -> dict[str, list[int]]:
+    """Skipped line numbers per session id, from the readers' FileReports (in the order they were read)."""
+    out: dict[str, list[int]] = {}
+    if not reports:
+        return out
+    sessions = iter(trace.sessions)
+    for report in reports:
+        if not getattr(report, "format", ""):
+            continue
+        for _ in range(getattr(report, "sessions", 0)):
+            s = next(sessions, None)
+            if s is not None and report.skipped_lines:
+                out[s.id] = sorted(report.skipped_lines)
+    return out
+
+
+def _segments(trace: Trace, sizer: MessageSizer, per_session: list[list[Request]],
+              skipped: Mapping[str, Sequence[int]], prior: TokenPrior) -> list[_Segment]:
+    """Each session part's recorded requests, split where the log shows it misses something."""
+    out: list[_Segment] = []
+    for session, requests in zip(trace.sessions, per_session, strict=True):
+        fixed = sizer.system(session) + sizer.tools(session)
+        gaps = sorted(skipped.get(session.id, ()))
+        previous: Request | None = None
+        current: _Segment | None = None
+        for r in requests:
+            if not _billed(r):
+                continue
+            reason = None
+            if previous is not None:
+                reason = _break(session, previous, r, gaps, prior)
+            if current is None or reason is not None:
+                current = _Segment(session.id, reason=reason)
+                out.append(current)
+            current.points.append((r, fixed))
+            previous = r
+    return out
+
+
+def _break(session: Session, previous: Request, r: Request, gaps: Sequence[int], prior: TokenPrior) -> str | None:
+    lo = session.messages[previous.position].line
+    hi = r.recorded.line
+    if gaps and lo is not None and hi is not None and any(lo < g < hi for g in gaps):
+        return "skipped lines"
+    if r.recorded.extra.get("total_reset"):
+        return "resumed process"
+    for event in session.events:  # the product's own edit inside a session part: the log records it, the
+        if event.name in PRODUCT_EDITS and previous.position < event.position <= r.position:  # replay keeps all
+            return f"{event.name} in the log"
+    before, now = previous.recorded.usage, r.recorded.usage
+    assert before is not None and now is not None
+    fell = now.input_tokens - before.input_tokens
+    counted = prior.scale * (r.prompt_tokens - previous.prompt_tokens + prior.message_tokens
+                             * (r.messages - previous.messages))
+    tolerance = max(DROP_TOLERANCE_TOKENS, 0.02 * before.input_tokens)
+    if fell < -tolerance and fell - counted < -tolerance:
+        return "unexplained drop"
+    return None
+
+
+def _huber(x: Any, y: Any, group: Any, iterations: int = 40) -> Any:
+    """Slopes of y on the columns of x with one free intercept per `group` (segment), by weighted
+    within-group demeaning (the same fit as one dummy column per group, in O(n) memory), Huber
+    weights (k = 1.345 robust sigma): outliers pull little. None when the slopes are not determined."""
+    import numpy as np
+
+    groups = int(group.max()) + 1
+    w = np.ones(len(y))
+    beta = None
+    for _ in range(iterations):
+        total = np.bincount(group, weights=w, minlength=groups)
+        mean_y = np.bincount(group, weights=w * y, minlength=groups) / total
+        xd = np.column_stack([x[:, j] - (np.bincount(group, weights=w * x[:, j], minlength=groups) / total)[group]
+                              for j in range(x.shape[1])])
+        yd = y - mean_y[group]
+        sw = np.sqrt(w)
+        a = xd * sw[:, None]
+        if np.linalg.matrix_rank(a, tol=1e-6 * max(1.0, float(np.abs(a).max(initial=0.0)))) < x.shape[1]:
+            return None
+        beta, *_ = np.linalg.lstsq(a, yd * sw, rcond=None)
+        r = yd - xd @ beta
+        sigma = float(np.median(np.abs(r))) / 0.6745
+        if sigma <= 1e-9:
+            break
+        limit = 1.345 * sigma
+        new = np.where(np.abs(r) <= limit, 1.0, limit / np.maximum(np.abs(r), 1e-12))
+        if float(np.max(np.abs(new - w))) < 1e-6:
+            break
+        w = new
+    return beta
+
+
+def _fit_slopes(segments: list[_Segment], prior: TokenPrior) -> tuple[float, float, str, str | None, float | None,
+                                                                      float | None]:
+    """(scale, overhead, source, why it fell back or None, raw fitted scale, raw fitted overhead)."""
+    import numpy as np
+
+    usable = [s for s in segments if len(s.points) >= 2]
+    n = sum(len(s.points) for s in usable)
+    if n < MIN_REQUESTS or n < len(usable) + 3:
+        return (prior.scale, float(prior.message_tokens), "priors",
+                f"too few requests to fit ({n} within segments of two or more)", None, None)
+    rows, ys, group = [], [], []
+    for j, seg in enumerate(usable):
+        for r, fixed in seg.points:
+            rows.append([float(r.prompt_tokens - fixed), float(r.messages)])
+            assert r.recorded.usage is not None
+            ys.append(float(r.recorded.usage.input_tokens - fixed))
+            group.append(j)
+    x, y, g = np.array(rows), np.array(ys), np.array(group)
+    beta = _huber(x, y, g)
+    raw_scale = raw_overhead = None
     if beta is not None:
-        scale, per_message = beta[-2], beta[-1]
-        if scale > 0.2 and per_message >= 0:
-            overhead = per_message / scale
-        else:
-            beta = None
-    if beta is None:  # too few or degenerate requests: scale only, default framing, Theil-Sen
-        overhead = float(Framing().message_tokens)
-        scale = _theil_sen(used, overhead) or 1.0
-        notes.append("too few distinct requests for the full fit: per-message overhead kept at the default")
-    assert scale is not None and overhead is not None
-    calibration = Calibration(scale, max(0, round(overhead)), 0, {}, {}, len(used), len(every) - len(used),
-                              getattr(counter.tokenizer, "name", tokenizer), notes=tuple(notes))
-    # re-centre each group's prefix on the framing that will be applied
-    sizer = MessageSizer(counter, calibration.framing())
-    residuals: dict[str, list[int]] = {}
-    wanted = {(p.session, p.index) for p in used}
-    for session, index, prompt, recorded in _prompts(trace, sizer):
-        if (session.id, index) in wanted:
-            residuals.setdefault(group_of(session), []).append(recorded - prompt)
-    prefixes = {g: max(0, round(median(r))) for g, r in residuals.items()}
-    counts = {g: len(r) for g, r in residuals.items()}
+        raw_scale = float(beta[-2])
+        raw_overhead = float(beta[-1]) / raw_scale if raw_scale > 0 else None
+        if raw_overhead is not None and prior.scale_low <= raw_scale <= prior.scale_high \
+                and prior.message_tokens_low <= raw_overhead <= prior.message_tokens_high:
+            return raw_scale, raw_overhead, "fit", None, raw_scale, raw_overhead
+    # overhead from the prior, scale fitted alone
+    beta1 = _huber((x[:, 0] + prior.message_tokens * x[:, 1])[:, None], y, g)
+    shown = "singular" if beta is None else (f"scale {raw_scale:.3f}, overhead "
+                                            + (f"{raw_overhead:.1f}" if raw_overhead is not None else "undefined"))
+    if beta1 is not None and prior.scale_low <= float(beta1[-1]) <= prior.scale_high:
+        return (float(beta1[-1]), float(prior.message_tokens), "fit+prior overhead",
+                f"the fit ({shown}) is outside the prior's overhead bounds "
+                f"[{prior.message_tokens_low}, {prior.message_tokens_high}]: overhead kept at the prior",
+                raw_scale, raw_overhead)
+    return (prior.scale, float(prior.message_tokens), "priors",
+            f"the fit ({shown}) is outside the priors' bounds (scale [{prior.scale_low}, {prior.scale_high}], "
+            f"overhead [{prior.message_tokens_low}, {prior.message_tokens_high}]): priors used",
+            raw_scale, raw_overhead)
+
+
+def calibration(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCounter | None = None, *,
+                mode: str = "fit", skipped_lines: Mapping[str, Sequence[int]] | None = None,
+                reports: Sequence[Any] | None = None, prior: TokenPrior | None = None) -> Calibration:
+    """The one calibration replay, compare and validate use.
+
+    `mode`: `fit` (scale and overhead fitted on the trace's usage, bounded by the priors) or
+    `priors` (no fit). `skipped_lines` (line numbers per session id) or `reports` (the readers'
+    FileReports) say where lines were skipped, so the replay re-anchors there. `prior` replaces
+    the shipped prior for this tokenizer and provider (e.g. one fitted on other sessions).
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown calibration mode {mode!r}; known: {', '.join(MODES)}")
+    counter = counter or TokenCounter(get_tokenizer(tokenizer))
+    name = getattr(counter.tokenizer, "name", tokenizer)
+    skipped = dict(skipped_lines or {}) or gaps_by_session(trace, reports)
+    replayer, _, _, base = replay_none(trace, counter, BASE_FRAMING, Setup())
+    prior = prior or token_prior(name, replayer.resolved.provider)
+    segments = _segments(trace, MessageSizer(counter, BASE_FRAMING), base, skipped, prior)
+    used = sum(len(s.points) for s in segments)
+    notes: list[str] = []
+    if mode == "fit":
+        scale, overhead, source, why, raw_scale, raw_overhead = _fit_slopes(segments, prior)
+    else:
+        scale, overhead, source, why, raw_scale, raw_overhead = (prior.scale, float(prior.message_tokens), "priors",
+                                                                 None, None, None)
+    if why:
+        notes.append(why)
+    shell = Calibration(scale, max(0, round(overhead)), 0, {}, {}, used,
+                        sum(1 for s in segments if len(s.points) == 1), name, notes=tuple(notes), mode=mode,
+                        source=source, fell_back=why is not None and source != "fit", fallback_reason=why,
+                        fitted_scale=raw_scale, fitted_message_tokens=raw_overhead, prior=prior)
+    framing = shell.framing()
+    sizer = MessageSizer(counter, framing)
+    _, _, _, scaled = replay_none(trace, counter, framing, Setup())
+    sim = {(r.session, r.index): r.prompt_tokens for rs in scaled for r in rs}
+    # fitted slopes: each segment's level is its median residual; priors: its first request (an anchor)
+    prefixes, anchors = _intercepts(trace, segments, sim, source != "priors")
+    groups: dict[str, list[int]] = {}
+    for s in trace.sessions:
+        if s.id in prefixes:
+            groups.setdefault(group_of(s), []).append(prefixes[s.id])
+    group_prefix = {g: round(median(v)) for g, v in groups.items()}
+    for s in trace.sessions:  # sessions with no recorded usage: their group's, else the product's prior
+        if s.id not in prefixes:
+            if group_of(s) in group_prefix:
+                prefixes[s.id] = group_prefix[group_of(s)]
+            else:
+                tokens, where = prefix_prior(s.source, _kind(s))
+                prefixes[s.id] = max(0, tokens - sizer.system(s) - sizer.tools(s)) if tokens else 0
+                if tokens:
+                    notes.append(f"{s.id}: no recorded usage; hidden prefix {tokens:,} tokens from the "
+                                 f"{s.source} prior ({where})")
     hidden = min(prefixes.values()) if prefixes else 0
-    session_groups = {s.id: group_of(s) for s in trace.sessions}
-    return replace(calibration, hidden_prefix_tokens=hidden, group_prefix_tokens=prefixes, group_requests=counts,
-                   session_groups=session_groups)
+    billed_parts = {seg.session for seg in segments}
+    reattached = {s.id: max(0, prefixes[s.id] - prefixes[s.extra["continues"]]) for s in trace.sessions
+                  if s.id in billed_parts and s.extra.get("continues") in billed_parts}
+    placeholders = tuple((r.session, r.index) for rs in base for r in rs
+                         if r.recorded.usage is not None and r.recorded.usage.extra.get("output_placeholder"))
+    warm = {}
+    for rs in base:
+        first = next((r for r in rs if _billed(r)), None)
+        if first is not None and first.recorded.usage is not None and first.recorded.usage.cache_read_tokens:
+            warm[first.session] = first.recorded.usage.cache_read_tokens
+    cal = replace(shell, hidden_prefix_tokens=hidden, group_prefix_tokens=group_prefix,
+                  group_requests=_group_requests(trace, segments),
+                  session_groups={s.id: group_of(s) for s in trace.sessions}, session_prefix_tokens=prefixes,
+                  anchors=tuple(anchors), placeholder_outputs=placeholders, notes=tuple(notes),
+                  warm_start_tokens=warm, reattached_tokens=reattached)
+    return _assess(trace, counter, cal)
 
 
-def _prompts(trace: Trace, sizer: MessageSizer) -> Iterator[tuple[Session, int, int, int]]:
-    """(session, request index, prompt as `none` replays it without hidden prefix, recorded prompt)."""
-    for session in trace.sessions:
-        sizer.prime(session)
-        total = sizer.system(session) + sizer.tools(session)
-        index = 0
-        for message in session.messages:
-            if message.role == "assistant":
-                index += 1
-                if message.usage is not None and message.usage.input_tokens > 0:
-                    yield session, index, total, message.usage.input_tokens
-            total += sizer.message(message)
+def _group_requests(trace: Trace, segments: list[_Segment]) -> dict[str, int]:
+    group = {s.id: group_of(s) for s in trace.sessions}
+    out: dict[str, int] = {}
+    for seg in segments:
+        out[group[seg.session]] = out.get(group[seg.session], 0) + len(seg.points)
+    return out
 
 
-def _theil_sen(used: list[Point], overhead: float) -> float | None:
-    slopes = []
-    by_group: dict[str, list[Point]] = {}
-    for p in used:
-        by_group.setdefault(p.group, []).append(p)
-    for group in by_group.values():
-        step = max(1, math.isqrt(len(group) * len(group) // 20000 + 1))
-        for i in range(0, len(group), step):
-            for j in range(i + 1, len(group), step):
-                a, b = group[i], group[j]
-                dx = (b.text_tokens + overhead * b.messages) - (a.text_tokens + overhead * a.messages)
-                if dx > 0:
-                    slopes.append((b.recorded_tokens - a.recorded_tokens) / dx)
-    return median(slopes) if slopes else None
+def _intercepts(trace: Trace, segments: list[_Segment], sim: Mapping[tuple[str, int], int], median_of: bool
+                ) -> tuple[dict[str, int], list[Anchor]]:
+    """Each session part's hidden prefix and each later segment's anchor, on the applied framing."""
+    prefixes: dict[str, int] = {}
+    anchors: list[Anchor] = []
+    level: dict[str, int] = {}
+    sessions = {s.id: s for s in trace.sessions}
+    for seg in segments:
+        residuals = []
+        for r, _ in seg.points:  # the replayed prompt already holds the counted system and tools
+            assert r.recorded.usage is not None
+            residuals.append(r.recorded.usage.input_tokens - sim[(r.session, r.index)])
+        value = round(median(residuals)) if median_of else residuals[0]
+        if seg.reason is None:
+            first, fixed = seg.points[0]
+            assert first.recorded.usage is not None
+            whole = first.recorded.usage.input_tokens - fixed
+            value = max(0, min(value, whole))  # never more than that part's first request's whole prompt
+            prefixes[seg.session] = value
+            level[seg.session] = value
+            continue
+        first, _ = seg.points[0]
+        delta = value - level.get(seg.session, 0)
+        level[seg.session] = value
+        if delta:
+            anchors.append(Anchor(seg.session, first.index, _carrier(sessions[seg.session], first.position), delta,
+                                  seg.reason))
+    return prefixes, anchors
+
+
+def _carrier(session: Session, position: int) -> int:
+    """The message an anchor before the request at `position` goes on: the latest non-assistant one since
+    the previous response, else that response."""
+    i = position - 1
+    while i >= 0 and session.messages[i].role != "assistant":
+        if session.messages[i].role in ("user", "tool", "summary"):
+            return i
+        i -= 1
+    return max(0, position - 1)
+
+
+def _assess(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibration:
+    """Replay the calibrated `none` once: in-sample quality, recorded and simulated cost, and the cost range."""
+    applied = cal.apply(trace, counter)
+    replayer, _, _, per_session = replay_none(applied, counter, cal.framing(), cal.setup())
+    pricer = replayer.pricer
+    writes_cache = replayer.resolved.provider == "anthropic"
+    breaks = 0
+    errors: list[float] = []
+    rec_in = sim_in = rec_read = sim_read = 0
+    rec_cost = sim_cost = low_cost = high_cost = Decimal(0)
+    ranges: dict[str, tuple[Decimal, Decimal]] = {}
+    for session, requests in zip(applied.sessions, per_session, strict=True):
+        shared = (session.system_tokens if session.system_tokens is not None else 0) \
+            + cal.hidden_prefix_tokens + MessageSizer(counter, cal.framing()).tools(session)
+        s_low = s_high = Decimal(0)
+        first = first_seen = True
+        previous: int | None = None
+        for r in requests:
+            if not _billed(r):
+                continue
+            u = r.recorded.usage
+            assert u is not None
+            row = r.row
+            errors.append((row.input_tokens - u.input_tokens) / u.input_tokens)
+            rec_in += u.input_tokens
+            sim_in += row.input_tokens
+            rec_read += u.cache_read_tokens
+            sim_read += row.cache_read_tokens
+            ts = r.recorded.ts_s
+            rec_cost += pricer.cost(Bill(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens,
+                                         u.cache_write_1h_tokens, u.output_tokens), ts)
+            sim_cost += row.cost_usd
+            low = row.cost_warm_usd
+            if first:  # the shared prefix may have been cached by another session before this log starts
+                low = min(low, _warm_start(pricer, row, shared, ts))
+            elif not writes_cache and previous is not None:  # OpenAI-style: the cache may run into the response
+                low = min(low, _warm_start(pricer, row, previous, ts))
+                first = False
+            high = row.cost_usd
+            if not first_seen and u.cache_read_tokens < row.cache_read_tokens - 0.05 * u.input_tokens:
+                # the provider rewrote what the replay reads, with nothing in the log changed
+                high = max(high, _cache_break(pricer, row, u.cache_read_tokens, writes_cache, ts))
+                breaks += 1
+            first_seen = False
+            previous = row.input_tokens + row.output_tokens  # what the next request may find cached
+            s_low += low
+            s_high += high
+        if s_high or s_low:
+            ranges[session.id] = (min(s_low, s_high), s_high)
+        low_cost += min(s_low, s_high)
+        high_cost += s_high
+    ordered = sorted(abs(e) for e in errors)
+
+    def q(p: float) -> float:
+        return ordered[max(1, math.ceil(p * len(ordered))) - 1] if ordered else 0.0
+
+    quality = {"requests": len(errors), "prompt_error_median": round(q(0.5), 6), "prompt_error_p90": round(q(0.9), 6),
+               "hit_rate_error_points": round(((sim_read / sim_in if sim_in else 0.0)
+                                              - (rec_read / rec_in if rec_in else 0.0)) * 100, 4),
+               "cost_error": round(float((sim_cost - rec_cost) / rec_cost), 6) if rec_cost else None,
+               "cache_breaks": breaks}
+    notes = list(cal.notes)
+    if breaks:
+        notes.append(f"{breaks} request(s) read less from the cache than the replay within the cache lifetime, "
+                     "with nothing in the log changed (a change the log does not show, or a provider miss): "
+                     "the cost range's high end bills them as recorded")
+    return replace(cal, quality=quality, recorded_cost_usd=rec_cost, cost_usd=sim_cost, notes=tuple(notes),
+                   cost_range_usd=(low_cost, high_cost) if errors else None, session_cost_ranges=ranges)
+
+
+def _cache_break(pricer: Any, row: Any, read: int, writes_cache: bool, ts: float | None) -> Decimal:
+    """The request's cost had the cache given only `read` tokens (the rest written, or uncached)."""
+    lost = max(0, row.cache_read_tokens - read)
+    write = row.cache_write_tokens + (lost if writes_cache else 0)
+    return pricer.cost(Bill(row.input_tokens, row.cache_read_tokens - lost, write, row.cache_write_1h_tokens,
+                            row.output_tokens), ts)
+
+
+def _warm_start(pricer: Any, row: Any, shared: int, ts: float | None) -> Decimal:
+    """The first request's cost had `shared` prefix tokens already been cached (read instead of written)."""
+    writes = row.cache_write_tokens + row.cache_write_1h_tokens
+    uncached = row.input_tokens - row.cache_read_tokens - writes
+    move = max(0, min(shared, row.input_tokens) - row.cache_read_tokens)
+    from_writes = min(move, writes)
+    from_uncached = min(move - from_writes, uncached)
+    w5 = max(0, row.cache_write_tokens - from_writes)
+    w1 = row.cache_write_1h_tokens - max(0, from_writes - row.cache_write_tokens)
+    return pricer.cost(Bill(row.input_tokens, row.cache_read_tokens + from_writes + from_uncached, w5, w1,
+                            row.output_tokens), ts)
+
+
+def fit(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCounter | None = None, *,
+        mode: str = "fit", skipped_lines: Mapping[str, Sequence[int]] | None = None,
+        reports: Sequence[Any] | None = None) -> Calibration | None:
+    """`calibration(...)`, or None when fewer than 3 requests recorded usage (nothing to calibrate on)."""
+    recorded = sum(1 for s in trace.sessions for m in s.messages
+                   if m.role == "assistant" and m.usage is not None and m.usage.input_tokens > 0)
+    if recorded < MIN_REQUESTS:
+        return None
+    return calibration(trace, tokenizer, counter, mode=mode, skipped_lines=skipped_lines, reports=reports)
 
 
 def calibrated(trace: Trace, tokenizer: str = "o200k_base", framing: Framing | None = None,
-               setup: Setup | None = None) -> tuple[Trace, Framing | None, Setup, Calibration | None]:
+               setup: Setup | None = None, *, mode: str = "fit", reports: Sequence[Any] | None = None,
+               ) -> tuple[Trace, Framing | None, Setup, Calibration | None]:
     """Everything a replay needs to run calibrated: (trace, framing, setup, the fit or None).
 
-    For `--calibrate` on replay/compare: `trace, framing, setup, cal = calibrated(trace, tokenizer,
-    framing, setup)`, then replay with them (unchanged when the trace has too few recorded requests).
+    For replay/compare: `trace, framing, setup, cal = calibrated(trace, tokenizer, framing, setup)`,
+    then replay with them and `cal.policy(policy, provider, model)` (unchanged when the trace has
+    too few recorded requests).
     """
-    cal = fit(trace, tokenizer)
+    cal = fit(trace, tokenizer, mode=mode, reports=reports)
     if cal is None:
         return trace, framing, setup or Setup(), None
     return cal.apply(trace), cal.framing(framing), cal.setup(setup), cal
+

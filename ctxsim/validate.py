@@ -1,99 +1,36 @@
 """Validation: replay a trace with no policy and compare each request with what it recorded.
 
-The replay uses the trace's own provider, model and cache model (policy `none`), first
-calibrated (see `calibrate`) unless asked not to. Per request it compares the simulated
-prompt, cache read and cache write with the recorded usage; errors are relative to the
-recorded prompt, so a request that read nothing from the cache still has a finite error.
-For the requests that differ most it says what the log shows about why (a cache kept warm
-outside the log, a provider-side cache miss, a compaction whose summarising call is not
-logged, a prompt that shrank with no compaction logged, an image whose size is estimated).
+The replay uses the trace's own provider, model and cache model (policy `none` with the
+provider's rules, see `calibrate.ProviderReasoningRule`), first calibrated by
+`calibrate.calibration` (the one calibration replay and compare use too) unless asked not to.
+Per request it compares the simulated prompt, cache read and cache write with the recorded
+usage; errors are relative to the recorded prompt, so a request that read nothing from the
+cache still has a finite error. Recorded costs bill an estimate where the log holds only a
+streaming placeholder output count. Where the cache cannot be known from the log, the cost is
+a range (`cost_range_usd`) and the report says whether the bill lies inside it. For the
+requests that differ most it says what the log shows about why (a cache kept warm outside the
+log, a provider-side cache miss, a compaction whose summarising call is not logged, a prompt
+that shrank with no compaction logged, a re-anchored gap, an image whose size is estimated).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from ctxsim.calibrate import Calibration, fit
+from ctxsim.calibrate import KEEPS_THINKING, TAG, Calibration, ProviderReasoningRule, calibration as calibrate_trace
+from ctxsim.calibrate import replay_none
 from ctxsim.caching import model_rules
-from ctxsim.counting import MessageSizer
-from ctxsim.engine import Replayer, Setup
+from ctxsim.engine import Setup
 from ctxsim.errors import CtxsimError
-from ctxsim.history import Edit, History, Splice
 from ctxsim.model import Message, Session, Trace
-from ctxsim.policies import Context, NoParams, parse_policy
 from ctxsim.pricing import Bill
 from ctxsim.tokens import TokenCounter, get_tokenizer, label
 
-
-# Anthropic models that keep the thinking of earlier turns (extended-thinking docs; the clear_thinking
-# policy cites the same list); older ones strip it from the prompt.
-KEEPS_THINKING = ("claude-opus-4-5", "claude-opus-4-6", "claude-opus-4-7", "claude-sonnet-4-6", "claude-sonnet-4-7")
-TAG = "provider_dropped_reasoning"
-
-
-class ProviderReasoningRule:
-    """The provider, not the agent, drops reasoning sent back from turns before the latest user message.
-
-    OpenAI reasoning models ignore the reasoning items of earlier turns (the Responses API
-    reasoning guide: reasoning is carried within a turn, discarded at the next user message);
-    Claude models before Opus 4.5 / Sonnet 4.6 strip earlier turns' thinking blocks. A log of
-    the agent still holds them; under `none` the replay would keep counting them. This rule
-    drops them as the provider does: an assistant message before the latest user message loses
-    its thinking text and its hidden reasoning tokens. It is a provider behaviour, applied by
-    `validate`; proposed as an engine option so that `replay` applies it too.
-    """
-
-    name = "provider-rules"
-    params = NoParams()
-
-    def __init__(self, provider: str, model: str) -> None:
-        self.openai = provider == "openai"
-        self.anthropic = provider == "anthropic" and not model.lower().startswith(KEEPS_THINKING)
-        self._history: History | None = None
-        self._seen = 0
-        self._last_user = 0
-        self._done = 0
-        self.dropped_tokens = 0
-
-    @property
-    def active(self) -> bool:
-        return self.openai or self.anthropic
-
-    def _carries(self, message: Message) -> bool:
-        if message.role != "assistant":
-            return False
-        if self.openai and message.extra_tokens and message.extra.get("reasoning_tokens"):
-            return True
-        return self.anthropic and bool(message.thinking)
-
-    def decide(self, ctx: Context) -> list[Edit]:
-        history = ctx.history
-        if history is not self._history or len(history) < self._seen:
-            self._history, self._seen, self._last_user, self._done = history, 0, 0, 0
-        items = history.items
-        for i in range(self._seen, len(items)):
-            if items[i].message.role == "user":
-                self._last_user = i
-        self._seen = len(items)
-        splices = []
-        for i in range(self._done, self._last_user):
-            item = items[i]
-            if TAG in item.tags or not self._carries(item.message):
-                continue
-            message = item.message
-            lighter = replace(message, thinking=None, extra_tokens=0)
-            new = history.item(lighter, origin=item.origin, tags=item.tags | {TAG}, cleared=item.cleared,
-                               inserted=item.inserted, pinned=item.pinned)
-            self.dropped_tokens += item.tokens - new.tokens
-            splices.append(Splice(i, i + 1, (new,)))
-        self._done = max(self._done, self._last_user)
-        if not splices:
-            return []
-        return [Edit("provider_drops_reasoning", tuple(splices),
-                     f"the provider dropped the reasoning of {len(splices)} earlier-turn responses")]
+__all__ = ["KEEPS_THINKING", "TAG", "ProviderReasoningRule", "RequestCheck", "Validation", "validate",
+           "validation_tables", "quantile"]
 
 
 @dataclass
@@ -111,6 +48,8 @@ class RequestCheck:
     recorded_cost_usd: Decimal
     simulated_cost_usd: Decimal
     reasons: list[str] = field(default_factory=list)
+    output_estimated: bool = False  # the recorded output count was a streaming placeholder: estimated
+    anchor_tokens: int = 0  # tokens the log is missing, re-anchored just before this request
 
     @property
     def prompt_error(self) -> float:
@@ -154,6 +93,8 @@ class Validation:
     requests: int  # all requests replayed
     checks: list[RequestCheck]
     rules: list[str] = field(default_factory=list)
+    cost_range_usd: tuple[Decimal, Decimal] | None = None  # what the log cannot tell about the cache
+    session_cost_ranges: dict[str, tuple[Decimal, Decimal]] = field(default_factory=dict)
 
     def _sum(self, key: str) -> int:
         return sum(getattr(c, key) for c in self.checks)
@@ -180,6 +121,12 @@ class Validation:
     def simulated_cost(self) -> Decimal:
         return sum((c.simulated_cost_usd for c in self.checks), Decimal(0))
 
+    @property
+    def recorded_in_range(self) -> bool | None:
+        if self.cost_range_usd is None:
+            return None
+        return self.cost_range_usd[0] <= self.recorded_cost <= self.cost_range_usd[1]
+
     def worst(self, n: int = 10, by: str = "prompt") -> list[RequestCheck]:
         return sorted(self.checks, key=lambda c: (-abs(getattr(c, f"{by}_error")), c.request))[:n]
 
@@ -197,7 +144,11 @@ class Validation:
             "hit_rate": {"recorded": round(self.recorded_hit_rate, 6), "simulated": round(self.simulated_hit_rate, 6),
                          "error_points": round((self.simulated_hit_rate - self.recorded_hit_rate) * 100, 4)},
             "cost_usd": {"recorded": str(rec_cost), "simulated": str(sim_cost),
-                         "error": round(float((sim_cost - rec_cost) / rec_cost), 6) if rec_cost else None},
+                         "error": round(float((sim_cost - rec_cost) / rec_cost), 6) if rec_cost else None,
+                         "range": [str(v) for v in self.cost_range_usd] if self.cost_range_usd else None,
+                         "recorded_in_range": self.recorded_in_range},
+            "outputs_estimated": sum(1 for c in self.checks if c.output_estimated),
+            "missing": self.calibration.missing_report if self.calibration else None,
             "per_request_error": {k: {s: round(v, 6) for s, v in self.stats(k).items()}
                                   for k in ("prompt", "read", "write")},
             "worst": [c.to_json() for c in self.worst(worst)],
@@ -206,8 +157,13 @@ class Validation:
 
 
 def validate(trace: Trace, tokenizer: str = "o200k_base", calibrate: bool = True,
-             calibration: Calibration | None = None) -> Validation:
-    """Replay `trace` under `none` with its own provider and model, and compare with its usage."""
+             calibration: Calibration | None = None, *, mode: str = "fit", reports: Any = None) -> Validation:
+    """Replay `trace` under `none` with its own provider and model, and compare with its usage.
+
+    Calibrated (`ctxsim.calibrate.calibration`, `mode` fit or priors; `reports`: the readers'
+    FileReports, so skipped lines re-anchor) unless `calibrate` is false; the provider's rules
+    apply either way. Recorded costs use the estimated output of placeholder counts.
+    """
     counter = TokenCounter(get_tokenizer(tokenizer))
     if not any(m.usage is not None for s in trace.sessions for m in s.messages if m.role == "assistant"):
         raise CtxsimError(f"{trace.name}: no request in this trace recorded its usage per request; "
@@ -217,34 +173,27 @@ def validate(trace: Trace, tokenizer: str = "o200k_base", calibrate: bool = True
     framing = None
     setup = Setup()
     if calibrate:
-        cal = calibration or fit(trace, tokenizer, counter)
-        if cal is not None:
-            replayed = cal.apply(trace, counter)
-            framing = cal.framing()
-            setup = cal.setup(setup)
-    replayer = Replayer(replayed, MessageSizer(counter, framing), setup)
-    rule = ProviderReasoningRule(replayer.resolved.provider, replayer.resolved.model_id)
-    run = replayer.run(rule if rule.active else parse_policy("none"))
+        cal = calibration or calibrate_trace(trace, tokenizer, counter, mode=mode, reports=reports)
+        replayed = cal.apply(trace, counter)
+        framing = cal.framing()
+        setup = cal.setup(setup)
+    replayer, run, rule, per_session = replay_none(replayed, counter, framing, setup)
     rules = []
-    if rule.dropped_tokens:
+    if rule is not None and rule.dropped_tokens:
         rules.append(f"provider rule: reasoning of turns before the latest user message dropped "
                      f"({rule.dropped_tokens:,} tokens taken out of the prompt)")
-    rows = [r for r in run.rows if r.kind == "request"]
     pricer = replayer.pricer
     checks: list[RequestCheck] = []
-    position = 0
     ttl = _ttl(replayer.resolved.provider, replayer.resolved.model_id)
-    for session in trace.sessions:
-        hidden = None
-        if cal is not None:
-            hidden = cal.group_prefix_tokens.get(cal.session_groups.get(session.id, ""), cal.hidden_prefix_tokens)
-        context = _SessionFacts(session, hidden, rule.active)
-        for message in session.messages:
+    for session, requests in zip(replayed.sessions, per_session, strict=True):
+        hidden = cal.prefix_of(session) if cal is not None else None
+        context = _SessionFacts(session, hidden, rule is not None)
+        by_position = {r.position: r for r in requests}
+        for position, message in enumerate(session.messages):
             context.see(message)
             if message.role != "assistant":
                 continue
-            row = rows[position]
-            position += 1
+            row = by_position[position].row
             usage = message.usage
             if usage is None or usage.input_tokens <= 0:
                 context.after_request(message, None)
@@ -259,13 +208,16 @@ def validate(trace: Trace, tokenizer: str = "o200k_base", calibrate: bool = True
                 recorded_cache_write_tokens=usage.cache_write_tokens + usage.cache_write_1h_tokens,
                 simulated_cache_write_tokens=row.cache_write_tokens + row.cache_write_1h_tokens,
                 recorded_cost_usd=recorded_cost, simulated_cost_usd=row.cost_usd,
+                output_estimated=bool(usage.extra.get("output_estimated")),
+                anchor_tokens=context.anchor_tokens,
             )
             check.reasons = context.reasons(check, message, ttl)
             checks.append(check)
             context.after_request(message, check)
     r = replayer.resolved
     return Validation(trace.name, r.provider, r.model_id, r.cache.name, label(counter.tokenizer), cal is not None,
-                      cal, len(rows), checks, rules)
+                      cal, len([x for x in run.rows if x.kind == "request"]), checks, rules,
+                      cal.cost_range_usd if cal else None, dict(cal.session_cost_ranges) if cal else {})
 
 
 def _ttl(provider: str, model: str) -> float | None:
@@ -288,10 +240,15 @@ class _SessionFacts:
         self.previous_ts: float | None = None  # when the previous request was sent
         self.input_ts: float | None = None  # the latest message before this request
         self.new_messages: list[Message] = []
+        self.anchor_tokens = 0  # counted tokens re-anchored in the new messages
+        self.anchor_reason = ""
         self.reasoning_tokens = 0  # hidden reasoning sent back so far
         self.index = 0
 
     def see(self, message: Message) -> None:
+        if message.extra.get("anchor_tokens"):
+            self.anchor_tokens += int(message.extra["anchor_tokens"])
+            self.anchor_reason = str(message.extra.get("anchor", "gap"))
         if message.role != "assistant":
             self.new_messages.append(message)
             if message.ts:
@@ -310,6 +267,7 @@ class _SessionFacts:
         sent = self.request_ts(message)
         self.previous_ts = sent if sent is not None else self.previous_ts
         self.new_messages = []
+        self.anchor_tokens = 0
 
     def reasons(self, check: RequestCheck, message: Message, ttl: float | None) -> list[str]:
         out = []
@@ -354,7 +312,13 @@ class _SessionFacts:
                 elif grew:
                     out.append(f"{when}, the recorded cache read fell to {rec_read:,} though the prompt only grew: "
                                "the provider missed its own cache")
-        images = sum(m.extra_tokens for m in self.new_messages)
+        if check.anchor_tokens:
+            out.append(f"re-anchored here ({self.anchor_reason}): the log misses {check.anchor_tokens:,} counted "
+                       "tokens before this request; reported, not fitted")
+        if check.output_estimated:
+            out.append("its recorded output count was a streaming placeholder; billed at an estimate from the "
+                       "logged content")
+        images = sum(m.extra_tokens - int(m.extra.get("anchor_tokens", 0) or 0) for m in self.new_messages)
         if images:
             out.append(f"{images:,} tokens of images or documents in the new messages, estimated from their size")
         if message.extra.get("output_from_parent"):
@@ -387,14 +351,35 @@ def validation_tables(v: Validation, worst: int = 10) -> tuple[list[Any], list[s
     if cal is not None:
         prefixes = ", ".join(f"{g} {p:,} tokens ({cal.group_requests.get(g, 0)} requests)"
                              for g, p in cal.group_prefix_tokens.items())
+        how = {"fit": "fitted", "fit+prior overhead": "fitted (overhead from the priors)",
+               "priors": "priors"}.get(cal.source, cal.source)
+        rows = [["scale and overhead from", how + (" (fell back: " + (cal.fallback_reason or "") + ")"
+                                                  if cal.fell_back else "")],
+                ["token scale (billed per counted token)", f"{cal.scale:.4f}"],
+                ["per-message overhead", f"{cal.message_tokens} tokens"],
+                ["hidden prefix (median per group)", prefixes or "-"]]
+        if cal.fitted_scale is not None and cal.source != "fit":
+            fitted = cal.fitted_message_tokens
+            rows.append(["rejected fit", f"scale {cal.fitted_scale:.4f}, overhead "
+                         + (f"{fitted:.1f}" if fitted is not None else "undefined")])
+        if cal.prior is not None:
+            p = cal.prior
+            rows.append(["prior bounds", f"scale {p.scale_low}-{p.scale_high}, overhead "
+                         f"{p.message_tokens_low}-{p.message_tokens_high} ({p.tokenizer} vs {p.provider}, {p.date})"])
+        missing = cal.missing_report
+        if cal.anchors:
+            rows.append(["re-anchored (tokens the log misses)", ", ".join(
+                f"{reason}: {e['anchors']} x, {e['tokens']:+,} tokens" for reason, e in missing["by_reason"].items())])
+        if missing["reattached_after_compaction_tokens"]:
+            rows.append(["re-attached after a compaction (not in the log)",
+                         f"{missing['reattached_after_compaction_tokens']:,} tokens over "
+                         f"{len([v for v in cal.reattached_tokens.values() if v])} part(s)"])
+        if cal.placeholder_outputs:
+            rows.append(["output counts estimated", f"{len(cal.placeholder_outputs)} streaming placeholder(s)"])
         out.append(TableData(
-            f"calibration (fitted on {cal.requests_used} recorded requests"
-            + (f", {cal.requests_excluded} excluded: first after a compaction" if cal.requests_excluded else "")
-            + "; --no-calibrate replays raw)",
-            ["", "value"],
-            [["token scale (billed per counted token)", f"{cal.scale:.4f}"],
-             ["per-message overhead", f"{cal.message_tokens} tokens"],
-             ["hidden prefix", prefixes]], left=2))
+            f"calibration ({cal.mode}: on {cal.requests_used} recorded requests"
+            + (f", {cal.requests_excluded} only anchor their segment" if cal.requests_excluded else "")
+            + "; --no-calibrate replays raw)", ["", "value"], rows, left=2))
     rec = {k: v._sum(f"recorded_{k}_tokens") for k in ("input", "cache_read", "cache_write")}
     sim = {k: v._sum(f"simulated_{k}_tokens") for k in ("input", "cache_read", "cache_write")}
 
@@ -410,6 +395,8 @@ def validation_tables(v: Validation, worst: int = 10) -> tuple[list[Any], list[s
         ["hit rate", f"{v.recorded_hit_rate * 100:.2f}%", f"{v.simulated_hit_rate * 100:.2f}%",
          f"{(v.simulated_hit_rate - v.recorded_hit_rate) * 100:+.2f} pt"],
         ["cost", f"${rc:,.4f}", f"${sc:,.4f}", _pct(float((sc - rc) / rc)) if rc else "-"],
+        *([["cost range (cache the log cannot tell)", "inside" if v.recorded_in_range else "outside",
+            f"${v.cost_range_usd[0]:,.4f} - ${v.cost_range_usd[1]:,.4f}", ""]] if v.cost_range_usd else []),
     ]))
     rows = []
     for key, name in (("prompt", "prompt size"), ("read", "cache read"), ("write", "cache write")):
@@ -437,5 +424,7 @@ def validation_tables(v: Validation, worst: int = 10) -> tuple[list[Any], list[s
     notes = [f"replayed: policy none, {v.provider} {v.model}, cache model {v.cache_model}, tokenizer {v.tokenizer}"
              + ("" if v.calibrated else " (raw: not calibrated)")]
     notes += v.rules
+    if cal is not None:
+        notes += list(cal.notes)
     notes.append("errors are relative to the recorded prompt of each request; hit rate = cache read / prompt")
     return out, notes

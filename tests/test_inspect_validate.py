@@ -247,3 +247,22 @@ def test_calibrated_gives_what_a_replay_needs():
     assert trace.sessions[0].system_tokens == MAIN_PREFIX - SUB_PREFIX
     plain = read_traces([str(TINY / "claude-code.jsonl")])
     assert calibrated(plain, "chars4")[1:] == (None, Setup(), None)  # too few requests: unchanged
+
+
+def test_validate_cli_reports_the_calibrations_source_and_priors_only(tmp_path: Path):
+    native = tmp_path / "synthetic.jsonl"
+    from ctxsim.formats import native as native_format
+
+    with native.open("w") as out:
+        native_format.write(synthetic_trace(), out)
+    data = json.loads(run_cli("validate", str(native), "--json", "--tokenizer", "chars4").stdout)
+    cal = data["calibration"]
+    assert (cal["source"], cal["fell_back"], cal["mode"]) == ("fit", False, "fit")
+    assert cal["session_prefix_tokens"] == {"main": MAIN_PREFIX, "sub": SUB_PREFIX}
+    assert data["missing"]["missing_tokens"] == 0 and data["cost_usd"]["range"] is not None
+    priors = json.loads(run_cli("validate", str(native), "--json", "--tokenizer", "chars4", "--priors-only").stdout)
+    assert (priors["calibration"]["source"], priors["calibration"]["mode"]) == ("priors", "priors")
+    assert priors["calibration"]["fitted_scale"] is None
+    assert priors["per_request_error"]["prompt"]["max"] > 0  # the priors' scale is not the hand-chosen 1.25
+    text = run_cli("validate", str(native), "--tokenizer", "chars4", "--priors-only", "--worst", "0")
+    assert text.exit_code == 0 and "scale and overhead from" in text.stdout and "priors" in text.stdout

@@ -17,6 +17,8 @@ def validate_command(
     traces: TracesArg,
     calibrate: Annotated[bool, typer.Option("--calibrate/--no-calibrate", help="Fit the hidden prefix, the token "
                                             "scale and the per-message overhead first (default), or replay raw.")] = True,
+    priors_only: Annotated[bool, typer.Option("--priors-only", help="Calibrate from the shipped priors only: no "
+                                              "fit, each session part anchored on its first request.")] = False,
     worst: Annotated[int, typer.Option(help="How many of the worst requests to list.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
     fmt: FormatOpt = None,
@@ -28,8 +30,9 @@ def validate_command(
 
     if worst < 0:
         fail("--worst must not be negative")
-    trace, _ = read_inputs(traces, fmt, skip_bad_lines)
-    result = validate(trace, tokenizer, calibrate)
+    trace, reports = read_inputs(traces, fmt, skip_bad_lines)
+    # the readers' reports say where lines were skipped: the replay re-anchors there
+    result = validate(trace, tokenizer, calibrate, mode="priors" if priors_only else "fit", reports=reports)
     if as_json:
         typer.echo(json.dumps(result.to_json(worst), indent=1, sort_keys=True, ensure_ascii=False))
         return

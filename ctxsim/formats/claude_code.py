@@ -6,7 +6,9 @@ What the reader maps:
   share `requestId` and `message.id` and repeat `usage`. They become one assistant message;
   its usage comes from the response's final line (input and cache counts are the same on
   every line; `output_tokens` is a streaming placeholder on the early lines, so the largest
-  is kept). A response key seen again later in the file is a copy and is not counted again.
+  is kept). When even that is a placeholder (1-9 tokens and no line with a `stop_reason`),
+  the usage is flagged `extra["output_placeholder"]` and counted in the notes. A response
+  key seen again later in the file is a copy and is not counted again.
 - Anthropic's exclusive usage becomes the inclusive convention: the prompt is
   `input + cache_creation + cache_read`; the 5-minute / 1-hour split of the writes is kept.
 - `tool_use` blocks become tool calls, `tool_result` blocks tool messages (their text and
@@ -40,6 +42,7 @@ NAME = "claude-code"
 HOUSEKEEPING = {"queue-operation", "file-history-snapshot", "progress", "summary", "custom-title", "ai-title",
                 "last-prompt", "tag", "attachment"}
 LINE_TYPES = {"user", "assistant", "system"} | HOUSEKEEPING
+PLACEHOLDER_MAX_OUTPUT = 9  # early streaming lines log 1-9 output tokens and no stop_reason
 
 
 @dataclass
@@ -55,6 +58,7 @@ class _Response:
     calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     extra_tokens: int = 0
+    stopped: bool = False  # a line of it carried a stop_reason: its output count is final
 
     def merge_usage(self, usage: Usage | None) -> None:
         if usage is None:
@@ -69,10 +73,14 @@ class _Response:
         extra: dict[str, Any] = {}
         if self.key is not None:
             extra["request_id"], extra["message_id"] = self.key
+        usage = self.usage
+        if usage is not None and not self.stopped and 0 < usage.output_tokens <= PLACEHOLDER_MAX_OUTPUT:
+            # the last line still holds a streaming placeholder: flagged, estimated by the calibration
+            usage = replace(usage, extra={**usage.extra, "output_placeholder": True})
         return Message(
             role="assistant", content="\n".join(self.texts), ts=self.ts,
             thinking="\n".join(self.thinking) if self.thinking else None, tool_calls=tuple(self.calls),
-            usage=self.usage, model=self.model, extra_tokens=self.extra_tokens, extra=frozen(extra), line=self.line,
+            usage=usage, model=self.model, extra_tokens=self.extra_tokens, extra=frozen(extra), line=self.line,
         )
 
 
@@ -217,6 +225,11 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
     sessions: list[Session] = []
     for key in order:
         sessions.extend(streams[key].sessions())
+    placeholders = sum(1 for s in sessions for m in s.messages if m.usage is not None
+                       and m.usage.extra.get("output_placeholder"))
+    if placeholders:
+        source.note(f"{placeholders} response(s) end with a streaming placeholder output count (1-"
+                    f"{PLACEHOLDER_MAX_OUTPUT} tokens, no stop reason): flagged; the calibration estimates them")
     return sessions
 
 
@@ -269,6 +282,8 @@ def _assistant(node: Node, stream_for: Any, seen: set[tuple[str, str]], counts: 
         if key is not None:
             seen.add(key)
     response.merge_usage(usage)
+    if message.get("stop_reason"):
+        response.stopped = True
     known = {c.id for c in response.calls}
     fresh_calls = [c for c in part.calls if c.id not in known]
     repeated = len(part.calls) - len(fresh_calls) + sum(t in response.texts for t in part.texts if t) + sum(
@@ -410,7 +425,9 @@ def link(sessions: list[Session]) -> list[Session]:
                 same_prompt = (u.input_tokens, u.cache_read_tokens) == (final["input_tokens"],
                                                                         final["cache_read_tokens"])
                 if same_prompt and final["output_tokens"] > u.output_tokens:
-                    messages[last] = replace(messages[last], usage=replace(u, output_tokens=final["output_tokens"]),
+                    repaired = {k: v for k, v in u.extra.items() if k != "output_placeholder"}
+                    messages[last] = replace(messages[last], usage=replace(u, output_tokens=final["output_tokens"],
+                                                                           extra=repaired),
                                              extra=frozen({**messages[last].extra, "output_from_parent": True}))
                     changed = True
             out.append(replace(s, messages=tuple(messages), extra=frozen(extra)))
