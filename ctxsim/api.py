@@ -36,6 +36,7 @@ class Options:
     framing: Framing | None = None
     hidden_prefix_tokens: int = 0
     calibrate: bool = False  # fit the hidden prefix and tokenizer scale from the recorded usage first
+    provider_rules: bool = True  # the provider drops earlier turns' reasoning as validate models it
     skip_bad_lines: bool = False
     jobs: int | None = None  # worker processes for the runs; None: one per core when the work is big enough
 
@@ -53,6 +54,7 @@ def _setup_for(choice: Choice, options: Options) -> tuple[str, Framing | None, S
         cache_ttl=options.cache_ttl,
         pin_tools=preset.pin_tools if preset else (),
         hidden_prefix_tokens=options.hidden_prefix_tokens,
+        provider_rules=options.provider_rules,
     )
     return tokenizer, framing, setup
 
@@ -145,9 +147,9 @@ def replay_trace(path: str, policy_specs: Sequence[str], *, fmt: str | None = No
                                                         Setup(hidden_prefix_tokens=opts.hidden_prefix_tokens))
         opts = replace(opts, framing=framing, hidden_prefix_tokens=setup.hidden_prefix_tokens)
     result = _replay(trace, path, choices, opts, providers, show_progress)
-    if opts.calibrate:
-        result.manifest["calibration"] = calibration.to_json() if calibration is not None else \
-            "not applied: fewer than 3 requests recorded usage"
+    from ctxsim.recorded import calibration_entry, not_calibrated
+
+    result.manifest["calibration"] = calibration_entry(trace, calibration) if opts.calibrate else not_calibrated()
     return result
 
 
