@@ -343,3 +343,18 @@ def recorded_json(result: Any) -> dict[str, Any] | None:
     g = pair[1] if pair is not None else None
     return {"totals": result.manifest["recorded"], "none": g.to_json() if g is not None else None,
             "warning": warning(rec, g) if g is not None else None, "own_cost": own_cost_line(rec)}
+
+
+def own_cost_json(trace: Trace) -> dict[str, Any] | None:
+    """For `inspect`: the trace's own cost beside ctxsim's price of the same sessions; None when it records none."""
+    rec = recorded_of(trace)
+    if rec is None or rec.own_cost_usd is None:
+        return None
+    error = rec.own_cost_error
+    part = f", {rec.own_cost_sessions} of {rec.sessions} sessions" if rec.own_cost_sessions != rec.sessions else ""
+    text = (f"${rec.own_cost_usd:,.4f} (ctxsim ${rec.own_priced_usd or 0:,.4f}, {signed(error)}{part})"
+            + (" ! more than 5% apart" if rec.own_cost_flagged else ""))
+    return {"own_cost_usd": str(rec.own_cost_usd),
+            "priced_usd": None if rec.own_priced_usd is None else str(rec.own_priced_usd),
+            "error": None if error is None else f"{error:.6f}", "flagged": rec.own_cost_flagged,
+            "sessions": rec.own_cost_sessions, "text": text}
