@@ -125,8 +125,8 @@ def provider_rules(replayer: Replayer) -> list[str]:
     if not replayer.setup.provider_rules or replayer.provider_rule() is None:
         return []
     r = replayer.resolved
-    return [f"{r.provider} {r.model_id}: the reasoning of turns before the latest user message is dropped from the "
-            "prompt, as the provider does (every policy, none included)"]
+    return [(f"{r.provider} {r.model_id}: the reasoning of turns before the latest user message is dropped from "
+             "the prompt, as the provider does (every policy, none included)")]
 
 
 def recorded_of_result(result: RunResult) -> Any:

@@ -30,7 +30,14 @@ def validate_command(
         fail("--worst must not be negative")
     trace, _ = read_inputs(traces, fmt, skip_bad_lines)
     result = validate(trace, tokenizer, calibrate)
+    from ctxsim import preset_check
+
+    checks = preset_check.check(trace, tokenizer)  # the product's own compactions against its preset
     if as_json:
-        typer.echo(json.dumps(result.to_json(worst), indent=1, sort_keys=True, ensure_ascii=False))
+        typer.echo(json.dumps({**result.to_json(worst), "preset_checks": [c.to_json() for c in checks]},
+                              indent=1, sort_keys=True, ensure_ascii=False))
         return
-    print_tables(*validation_tables(result, worst), title=f"validate {result.trace}")
+    tables, notes = validation_tables(result, worst)
+    if checks:
+        tables, notes = [*tables, preset_check.table(checks)], [*notes, *preset_check.notes(checks)]
+    print_tables(tables, notes, title=f"validate {result.trace}")
