@@ -15,7 +15,7 @@ from ctxsim.parallel import at_most, plan_jobs, run_ordered
 from ctxsim.params import as_dict
 from ctxsim.policies import replay_weight
 from ctxsim.policyspec import Choice, resolve
-from ctxsim.run import RunResult, manifest
+from ctxsim.run import RunResult, add_recorded_gap, manifest
 from ctxsim.tokens import DEFAULT, TokenCounter, get_tokenizer, label
 
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1", "google": "gemini-2.5-pro",
@@ -124,6 +124,7 @@ def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Opt
         runs.append(run)
     result = RunResult(manifest(tasks[0][2], path), runs)
     result.manifest["price_notes"] = sorted(notes)
+    add_recorded_gap(result)
     return result
 
 

@@ -298,14 +298,26 @@ def calibration_entry(trace: Trace, calibration: Any) -> dict[str, Any]:
         return {"applied": True, **calibration.to_json()}
     from ctxsim.calibrate import MIN_REQUESTS
 
-    n = sum(1 for s in trace.sessions for m in s.messages
-            if m.role == "assistant" and m.usage is not None and m.usage.input_tokens > 0)
+    n = excluded = 0
+    for session in trace.sessions:
+        compacted = any(e.name == "compaction" for e in session.events)
+        index = 0
+        for m in session.messages:
+            if m.role != "assistant":
+                continue
+            index += 1
+            if m.usage is not None and m.usage.input_tokens > 0:
+                n += 1
+                excluded += compacted and index == 1  # its prompt holds a summary whose call is not logged
+    usable = n - excluded
     if n == 0:
         reason = "no request recorded its usage: replayed with the default framing and no hidden prefix"
-    elif n < MIN_REQUESTS:
-        reason = f"too few points: {n} request(s) recorded usage, {MIN_REQUESTS} needed for a fit"
+    elif usable < MIN_REQUESTS:
+        reason = (f"too few points: {usable} usable request(s) with recorded usage"
+                  + (f" (plus {excluded} first after a compaction, which the fit leaves out)" if excluded else "")
+                  + f", {MIN_REQUESTS} needed for a fit")
     else:
-        reason = f"no fit from the {n} requests with usage (degenerate): replayed raw"
+        reason = f"no fit from the {usable} requests with usage (degenerate): replayed raw"
     return {"applied": False, "reason": reason, "requests_with_usage": n}
 
 

@@ -157,3 +157,10 @@ def recorded_gap(result: RunResult) -> Any:
     if recorded is None or base is None:
         return None
     return recorded, gap(recorded, base.rows, base.totals)
+
+
+def add_recorded_gap(result: RunResult) -> None:
+    """Write `none`'s difference from the recorded bill into the manifest's `recorded` block (run.json)."""
+    pair = recorded_gap(result)
+    if pair is not None:
+        result.manifest["recorded"]["none"] = pair[1].to_json()

@@ -109,6 +109,7 @@ def test_recorded_row_numbers_match_the_usage_priced_by_genai_prices(tmp_path: P
     assert rec["cache_write_tokens"] == 0 and rec["output_tokens"] == 87 and rec["peak_context_tokens"] == 4_100
     assert Decimal(rec["cost_usd"]) == expected
     none = data["recorded"]["none"]
+    assert rec["none"] == none  # run.json keeps none's difference from the bill too
     totals = next(r["totals"] for r in data["runs"] if r["policy"]["name"] == "none")
     assert none["input_tokens"] == totals["input_tokens"]  # every request recorded usage: the same requests
     assert Decimal(none["cost_error"]) == pytest.approx(Decimal(totals["cost_usd"]) / expected - 1,
