@@ -20,6 +20,7 @@ from typing import Any
 from ctxsim.model import Session, Trace
 
 PRODUCTS = ("claude-code", "codex")
+MANUAL_SHARE = 0.5  # a compaction below half the threshold, with no trigger logged, is taken as a manual one
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,10 @@ class CompactionCheck:
         """How the preset's threshold, checked as the product checks it, sits beside the product's compaction."""
         if self.trigger == "manual":
             return "the product compacted on request (manual): no threshold to check"
+        count = self.recorded_pre_tokens or self.replayed_tokens
+        if self.trigger is None and count < MANUAL_SHARE * self.threshold_tokens:
+            return (f"the product compacted at {count:,} tokens, far below any automatic threshold: likely a manual "
+                    "compaction (the log does not say)")
         if self.threshold_request is None:
             return (f"the preset's threshold is never passed in the {self.requests:,} requests replayed: it is too "
                     "high")

@@ -296,6 +296,9 @@ def test_codex_preset_compacts_where_codex_0104_did(tmp_path: Path) -> None:
     assert c.recorded_request == 11 and c.threshold_request == 11 and "same request" in c.verdict
     old = _check(codex_compaction(tmp_path / "cx2.jsonl", version="0.40.0"))
     assert old.preset == "codex:compact_at=0.9" and old.threshold_tokens == 244_800 and old.threshold_request == 12
+    # a rollout logs no trigger: a compaction far below the threshold is said to be a manual one, not a miss
+    small = _check(codex_compaction(tmp_path / "cx3.jsonl", step=1_000, before=3))
+    assert small.threshold_request is None and "likely a manual compaction" in small.verdict
 
 
 def test_validate_reports_the_preset_check(tmp_path: Path) -> None:
