@@ -58,10 +58,15 @@ class CompactionCheck:
                     "high")
         delta = self.threshold_request - self.recorded_request
         if delta == 0:
-            return "the preset's threshold fires at the same request as the product"
-        side = "earlier" if delta < 0 else "later"
-        return (f"the preset's threshold fires {abs(delta):,} request{'s' if abs(delta) != 1 else ''} {side} than "
-                "the product: too " + ("low" if delta < 0 else "high"))
+            text = "the preset's threshold fires at the same request as the product"
+        else:
+            side = "earlier" if delta < 0 else "later"
+            text = (f"the preset's threshold fires {abs(delta):,} request{'s' if abs(delta) != 1 else ''} {side} "
+                    "than the product: too " + ("low" if delta < 0 else "high"))
+        if self.preset_request is None and self.preset_clear_request is not None:
+            text += (f"; but its clearing stage (request {self.preset_clear_request:,}) freed enough that it never "
+                     "compacted, where the product did")
+        return text
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "verdict": self.verdict}

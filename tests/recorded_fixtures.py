@@ -34,8 +34,11 @@ def _claude(kind: str, uuid: str, parent: str | None, second: int, version: str,
 
 
 def claude_code_compaction(path: Path, version: str = "2.1.5", step: int = 20_000, prefix: int = 3_000,
-                           before: int = 9, after: int = 3) -> Path:
-    """`before` turns, an auto compact_boundary (preTokens: the last response's total), then `after` turns."""
+                           before: int = 9, after: int = 3, tools: bool = False) -> Path:
+    """`before` turns, an auto compact_boundary (preTokens: the last response's total), then `after` turns.
+
+    With `tools`, each turn's text comes back as a tool result (a read of a log file) instead of a paste.
+    """
     model = "claude-sonnet-4-5-20250929"
     lines: list[dict] = []
     parent = None
@@ -46,8 +49,19 @@ def claude_code_compaction(path: Path, version: str = "2.1.5", step: int = 20_00
         nonlocal parent, prompt, second
         u, a = f"u{i}", f"a{i}"
         second += 20
-        lines.append(_claude("user", u, parent, second, version,
-                             message={"role": "user", "content": paste(i, text_tokens)}))
+        if tools and i > 1:
+            call = f"toolu_{i}"
+            lines.append(_claude("assistant", f"c{i}", parent, second - 10, version, requestId=f"req_c{i}", message={
+                "model": model, "id": f"msg_c{i}", "type": "message", "role": "assistant", "stop_reason": "tool_use",
+                "content": [{"type": "tool_use", "id": call, "name": "Read", "input": {"file_path": f"log{i}.txt"}}],
+                "usage": {"input_tokens": 10, "cache_creation_input_tokens": prompt - 10,
+                          "cache_read_input_tokens": 0, "output_tokens": 20}}))
+            prompt += 40
+            lines.append(_claude("user", u, f"c{i}", second, version, message={"role": "user", "content": [
+                {"tool_use_id": call, "type": "tool_result", "content": paste(i, text_tokens)}]}))
+        else:
+            lines.append(_claude("user", u, parent, second, version,
+                                 message={"role": "user", "content": paste(i, text_tokens)}))
         prompt += text_tokens
         second += 5
         usage = {"input_tokens": 10, "cache_creation_input_tokens": prompt - 10, "cache_read_input_tokens": 0,

@@ -289,6 +289,13 @@ def test_claude_code_preset_compacts_where_claude_code_did(tmp_path: Path) -> No
     assert late.threshold_tokens == 167_000 and late.threshold_request == 11 and "later" in late.verdict
 
 
+def test_claude_code_preset_that_clears_instead_of_compacting_says_so(tmp_path: Path) -> None:
+    # the same growth as tool results: the preset's first stage clears them at its threshold, the product compacted
+    c = _check(claude_code_compaction(tmp_path / "cct.jsonl", tools=True))
+    assert c.preset_clear_request is not None and c.preset_clear_request <= c.recorded_request
+    assert c.preset_request is None and "clearing stage" in c.verdict
+
+
 def test_codex_preset_compacts_where_codex_0104_did(tmp_path: Path) -> None:
     # request k sends ~5,108 + 25,008 (k - 1) of a 272k window; 0.104 compacted after request 10 (230k)
     c = _check(codex_compaction(tmp_path / "cx.jsonl", version="0.104.0"))
