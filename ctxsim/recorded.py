@@ -276,6 +276,17 @@ def gap_line(g: Gap) -> str:
             f"over {g.requests:,} recorded requests (within 3%)")
 
 
+def coverage_line(recorded: Recorded) -> str | None:
+    """Said when the recorded row covers only part of the trace; None when it covers every request."""
+    if recorded.source == RUN_TOTALS:
+        return (f"the recorded row is the trace's run totals ({recorded.requests:,} calls): no per-request usage, so "
+                "no cache reads, writes or peak")
+    if recorded.requests < recorded.requests_total:
+        return (f"the recorded row covers the {recorded.requests:,} of {recorded.requests_total:,} requests that "
+                "recorded usage; none is compared over the same requests")
+    return None
+
+
 def own_cost_line(recorded: Recorded) -> str | None:
     """The trace's own cost beside ctxsim's price, flagged over 5 %; None when the trace records none."""
     if recorded.own_cost_usd is None:

@@ -168,6 +168,21 @@ def test_no_usage_no_row_and_no_claim(tmp_path: Path) -> None:
     assert "recorded bill" not in out and "warning" not in out
 
 
+def test_part_of_the_requests_with_usage_compares_like_for_like(tmp_path: Path) -> None:
+    trace, _, _ = hand_usage()
+    messages = list(trace.sessions[0].messages)
+    messages[1] = replace(messages[1], usage=None)  # the first request recorded nothing
+    path = write(replace(trace, sessions=(replace(trace.sessions[0], messages=tuple(messages)),)), tmp_path / "p.jsonl")
+    data = run_json(["compare", str(path), "--policies", "clear"])
+    rec, none = data["manifest"]["recorded"], data["manifest"]["recorded"]["none"]
+    assert (rec["requests"], rec["requests_total"], rec["input_tokens"]) == (2, 3, 6_700)
+    assert runner.invoke(app, ["replay", str(path), "-o", str(tmp_path / "r.json")]).exit_code == 0
+    rows = json.loads((tmp_path / "r.json").read_text())["runs"][0]["rows"]
+    assert none["requests"] == 2 and none["input_tokens"] == sum(r["input_tokens"] for r in rows[1:])
+    out = runner.invoke(app, ["compare", str(path), "--policies", "clear"]).stdout
+    assert "covers the 2 of 3 requests that recorded usage" in out
+
+
 def test_a_trace_with_run_totals_only_gets_a_row_from_them() -> None:
     trace = read_traces([str(Path(__file__).parent / "fixtures" / "tiny" / "swe-agent.traj")])
     rec = recorded_of(trace)

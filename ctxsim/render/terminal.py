@@ -122,7 +122,7 @@ def recorded_column(rec: Any) -> list[str]:
 
 def head_lines(result: RunResult) -> list[str]:
     """Lines said above the tables: the calibration used, `none` off the bill, the trace's own cost."""
-    from ctxsim.recorded import calibration_line, gap_line, own_cost_line, warning
+    from ctxsim.recorded import calibration_line, coverage_line, gap_line, own_cost_line, warning
 
     out = []
     line = calibration_line(result.manifest)
@@ -133,9 +133,9 @@ def head_lines(result: RunResult) -> list[str]:
         rec, g = pair
         out.append(warning(rec, g) or gap_line(g))
     rec = recorded_of_result(result)
-    own = own_cost_line(rec) if rec is not None else None
-    if own:
-        out.append(own)
+    for line in (coverage_line(rec), own_cost_line(rec)) if rec is not None else ():
+        if line:
+            out.append(line)
     return out
 
 
