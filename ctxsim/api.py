@@ -9,13 +9,13 @@ from ctxsim.collector import gc_paused
 from ctxsim.counting import Framing, MessageSizer
 from ctxsim.engine import DEFAULT_RESERVE, PolicyRun, Replayer, Setup
 from ctxsim.errors import CtxsimError
-from ctxsim.formats import read_traces
+from ctxsim.formats import FileReport, read_traces
 from ctxsim.model import Trace
 from ctxsim.parallel import at_most, plan_jobs, run_ordered
 from ctxsim.params import as_dict
 from ctxsim.policies import replay_weight
 from ctxsim.policyspec import Choice, resolve
-from ctxsim.run import RunResult, manifest
+from ctxsim.run import RunResult, add_recorded_gap, manifest
 from ctxsim.tokens import DEFAULT, TokenCounter, get_tokenizer, label
 
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1", "google": "gemini-2.5-pro",
@@ -36,6 +36,7 @@ class Options:
     framing: Framing | None = None
     hidden_prefix_tokens: int = 0
     calibrate: bool = False  # fit the hidden prefix and tokenizer scale from the recorded usage first
+    provider_rules: bool = True  # the provider drops earlier turns' reasoning as validate models it
     skip_bad_lines: bool = False
     jobs: int | None = None  # worker processes for the runs; None: one per core when the work is big enough
 
@@ -53,6 +54,7 @@ def _setup_for(choice: Choice, options: Options) -> tuple[str, Framing | None, S
         cache_ttl=options.cache_ttl,
         pin_tools=preset.pin_tools if preset else (),
         hidden_prefix_tokens=options.hidden_prefix_tokens,
+        provider_rules=options.provider_rules,
     )
     return tokenizer, framing, setup
 
@@ -122,6 +124,7 @@ def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Opt
         runs.append(run)
     result = RunResult(manifest(tasks[0][2], path), runs)
     result.manifest["price_notes"] = sorted(notes)
+    add_recorded_gap(result)
     return result
 
 
@@ -136,18 +139,20 @@ def replay_trace(path: str, policy_specs: Sequence[str], *, fmt: str | None = No
     choices = resolve(policy_specs)  # bad specs fail before any work
     if not choices:
         raise CtxsimError("no policies to replay")
-    trace = read_traces([path], fmt, skip_bad_lines=opts.skip_bad_lines)
+    reports: list[FileReport] = []
+    trace = read_traces([path], fmt, skip_bad_lines=opts.skip_bad_lines, report=reports)
     calibration = None
     if opts.calibrate:
         from ctxsim.calibrate import calibrated
 
         trace, framing, setup, calibration = calibrated(trace, opts.tokenizer or DEFAULT, opts.framing,
-                                                        Setup(hidden_prefix_tokens=opts.hidden_prefix_tokens))
+                                                        Setup(hidden_prefix_tokens=opts.hidden_prefix_tokens),
+                                                        reports=reports)  # skipped lines re-anchor the replay
         opts = replace(opts, framing=framing, hidden_prefix_tokens=setup.hidden_prefix_tokens)
     result = _replay(trace, path, choices, opts, providers, show_progress)
-    if opts.calibrate:
-        result.manifest["calibration"] = calibration.to_json() if calibration is not None else \
-            "not applied: fewer than 3 requests recorded usage"
+    from ctxsim.recorded import calibration_entry, not_calibrated
+
+    result.manifest["calibration"] = calibration_entry(trace, calibration) if opts.calibrate else not_calibrated()
     return result
 
 

@@ -42,6 +42,10 @@ class Setup:
     cache_ttl: str | None = None
     pin_tools: tuple[str, ...] = ()
     hidden_prefix_tokens: int = 0  # calibration: system prompt and tools the log does not show
+    # The provider's own prompt rules, applied before every policy: earlier turns' reasoning dropped at
+    # a new user message where the provider does so (calibrate.ProviderReasoningRule). replay, compare
+    # and validate then meter the same prompt.
+    provider_rules: bool = False
 
 
 @dataclass(frozen=True)
@@ -189,16 +193,25 @@ class Replayer:
 
     def run(self, policy: Policy, progress: Callable[[int], None] | None = None) -> PolicyRun:
         state = _RunState()
+        rule = self.provider_rule() if self.setup.provider_rules else None
         for session, recorded in zip(self.trace.sessions, self._recorded, strict=True):
-            self._session(session, recorded, policy, state, progress)
+            self._session(session, recorded, policy, state, progress, rule)
         totals = Totals.of(state.rows, len(state.events), self.resolved.window, self.setup.output_reserve)
         return PolicyRun(effective(policy), state.rows, state.events, totals, Composition.of(state.composition))
 
+    def provider_rule(self) -> Policy | None:
+        """A fresh copy of the provider's prompt rules for this provider and model, None when it has none."""
+        from ctxsim.calibrate import ProviderReasoningRule
+
+        rule = ProviderReasoningRule(self.resolved.provider, self.resolved.model_id)
+        return rule if rule.active else None  # type: ignore[return-value]
+
     def _session(self, session: Session, recorded: list[_Recorded], policy: Policy, state: _RunState,
-                 progress: Callable[[int], None] | None) -> None:
+                 progress: Callable[[int], None] | None, rule: Policy | None = None) -> None:
         sizer = self.sizer
         rows, events = state.rows, state.events
-        stages: tuple[Policy, ...] = tuple(getattr(policy, "stages", None) or (policy,))
+        stages: tuple[Policy, ...] = ((rule,) if rule is not None else ()) + tuple(
+            getattr(policy, "stages", None) or (policy,))
         appenders = [s for s in stages if hasattr(s, "on_append")]
         base = sizer.tools(session) + sizer.system(session) + self.setup.hidden_prefix_tokens
         history = History(base, sizer.message, blocks)

@@ -149,6 +149,7 @@ class Inspection:
     composition: Composition
     notes: list[str]
     prices: str
+    own_cost: dict[str, Any] | None = None  # the trace's own recorded cost beside ctxsim's price (ctxsim.recorded)
 
     def grouped(self, by: str) -> dict[str, Totals]:
         if by not in GROUPINGS:
@@ -177,6 +178,7 @@ class Inspection:
             "composition": asdict(self.composition),
             "timeline": [r.to_json() for r in self.requests],
             "notes": self.notes,
+            "own_cost": self.own_cost,
         }
         if by:
             out["by"] = {"key": by, "groups": {k: v.to_json() for k, v in self.grouped(by).items()}}
@@ -348,8 +350,10 @@ def inspect_trace(trace: Trace, files: list[FileReport] | None = None, tokenizer
          "min": min(growth, default=0)},
         jumps[:5])
     subagents = sum(1 for s in trace.sessions if s.extra.get("agent_id"))
+    from ctxsim.recorded import own_cost_json
+
     return Inspection(trace.name, [f for f in files or [] if f.format], infos, requests, totals, compactions, subagents, not_read,
-                      composition, notes, price_data_version())
+                      composition, notes, price_data_version(), own_cost_json(trace))
 
 
 
@@ -387,6 +391,7 @@ def tables(insp: Inspection, by: str | None = None, timeline: bool = True) -> tu
         ["output tokens", _n(t.output_tokens)],
         ["cost (genai-prices)", _money(t.cost_usd) + (f" ({t.unpriced_requests} unpriced)" if t.unpriced_requests
                                                       else "")],
+        *([["cost (the trace's own)", insp.own_cost["text"]]] if insp.own_cost else []),
         ["hit rate (read / input)", f"{t.hit_rate * 100:.2f}%" if per_request else "n/a (no per-request usage)"],
         ["peak context", _n(t.peak_context_tokens) if per_request else "n/a"],
         ["p95 context", _n(t.p95_context_tokens) if per_request else "n/a"],

@@ -96,6 +96,71 @@ def manifest(replayer: Replayer, trace_path: str) -> dict[str, Any]:
         "prices": price_data_version(),
         "price_data_latest_change": price_data_latest_change(),
         "price_notes": list(replayer.pricer.notes),
+        "recorded": recorded_json(trace, replayer.pricer),
+        "provider_rules": provider_rules(replayer),
         "assumption": "open-loop replay: the agent's recorded outputs are replayed unchanged whatever the policy does",
         "seed": None,
     }
+
+
+def recorded_json(trace: Any, pricer: Any) -> dict[str, Any] | None:
+    """The trace's recorded bill (ctxsim.recorded), None when it recorded no usage."""
+    from ctxsim.recorded import recorded_of
+
+    recorded = recorded_of(trace, pricer)
+    if recorded is None:
+        return None
+    from ctxsim.engine import Setup, resolve
+
+    try:  # the trace's own provider and model: the `none` run compared with the bill is priced so
+        own, _ = resolve(trace, Setup())
+        provider, model = own.provider, own.model_id
+    except CtxsimError:
+        provider, model = pricer.provider_id, pricer.model_id
+    return {**recorded.to_json(), "provider": provider, "model": model}
+
+
+def provider_rules(replayer: Replayer) -> list[str]:
+    """The provider's own prompt rules the replay applied (before every policy)."""
+    if not replayer.setup.provider_rules or replayer.provider_rule() is None:
+        return []
+    r = replayer.resolved
+    return [(f"{r.provider} {r.model_id}: the reasoning of turns before the latest user message is dropped from "
+             "the prompt, as the provider does (every policy, none included)")]
+
+
+def recorded_of_result(result: RunResult) -> Any:
+    """The run's recorded bill (ctxsim.recorded.Recorded), None when the trace recorded no usage."""
+    from ctxsim.recorded import Recorded
+
+    block = result.manifest.get("recorded")
+    return Recorded.from_json(block) if block else None
+
+
+def none_run(result: RunResult) -> PolicyRun | None:
+    """The `none` run priced as the trace itself was billed (its own provider and model), else None."""
+    block = result.manifest.get("recorded") or {}
+    for run in result.runs:
+        setup = run.policy.get("setup") or {}
+        if run.policy["name"] == "none" and (setup.get("provider"), setup.get("model")) == (
+                block.get("provider"), block.get("model")):
+            return run
+    return None
+
+
+def recorded_gap(result: RunResult) -> Any:
+    """(Recorded, Gap of `none` against it), or None when there is no recorded usage or no `none` run."""
+    from ctxsim.recorded import gap
+
+    recorded = recorded_of_result(result)
+    base = none_run(result)
+    if recorded is None or base is None:
+        return None
+    return recorded, gap(recorded, base.rows, base.totals)
+
+
+def add_recorded_gap(result: RunResult) -> None:
+    """Write `none`'s difference from the recorded bill into the manifest's `recorded` block (run.json)."""
+    pair = recorded_gap(result)
+    if pair is not None:
+        result.manifest["recorded"]["none"] = pair[1].to_json()

@@ -133,6 +133,6 @@ def test_replay_calibrate_records_the_fit(tmp_path: Path):
     data = json.loads(result.stdout)
     fit = data["manifest"]["calibration"]
     assert abs(fit["hidden_prefix_tokens"] - 5000) <= 10 and abs(fit["scale"] - 1.0) < 0.01
-    plain = json.loads(runner.invoke(app, ["replay", str(path), "--json"]).stdout)
+    plain = json.loads(runner.invoke(app, ["replay", str(path), "--no-calibrate", "--json"]).stdout)
     gap = data["runs"][0]["totals"]["input_tokens"] - plain["runs"][0]["totals"]["input_tokens"]
     assert abs(gap - 8 * 5000) <= 8 * 10  # every request now carries the hidden prefix

@@ -26,7 +26,8 @@ FramingOpt = Annotated[Optional[str], typer.Option(
     help="Framing tokens k=v,...: message_tokens (4), tool_call_tokens (4), tool_result_tokens (0), "
          "tool_schema_tokens (8).")]
 CalibrateOpt = Annotated[bool, typer.Option(
-    "--calibrate", help="Fit the hidden prefix and tokenizer scale from the recorded usage, then replay.")]
+    "--calibrate/--no-calibrate", help="Fit the hidden prefix, token scale and per-message overhead from the "
+    "recorded usage, then replay (default, where the trace recorded usage); --no-calibrate replays raw.")]
 SkipBadOpt = Annotated[bool, typer.Option("--skip-bad-lines", help="Skip malformed lines and say how many.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print totals as JSON for machines.")]
 JobsOpt = Annotated[Optional[int], typer.Option(
@@ -55,5 +56,8 @@ def options(provider: str | None, model: str | None, tokenizer: str | None, cach
 
 
 def totals_json(result) -> dict:  # type: ignore[no-untyped-def]
+    from ctxsim.recorded import recorded_json
+
     return {"manifest": result.manifest,
-            "runs": [{"policy": r.policy, "totals": r.totals.to_json()} for r in result.runs]}
+            "runs": [{"policy": r.policy, "totals": r.totals.to_json()} for r in result.runs],
+            "recorded": recorded_json(result)}

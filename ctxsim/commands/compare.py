@@ -37,7 +37,7 @@ def compare(
     window: WindowOpt = None,
     reserve: ReserveOpt = 20_000,
     framing: FramingOpt = None,
-    calibrate: CalibrateOpt = False,
+    calibrate: CalibrateOpt = True,
     skip_bad_lines: SkipBadOpt = False,
     fmt: FormatOpt = None,
     jobs: JobsOpt = None,
@@ -66,7 +66,11 @@ def compare(
     if as_json:
         typer.echo(json.dumps(totals_json(result), indent=1, sort_keys=True))
     else:
+        from ctxsim.render.terminal import head_lines
+
         table = compare_table(result)
+        for line in head_lines(result):
+            typer.echo(line)
         if sys.stdout.isatty():
             needed = len(plain(table).splitlines()[0]) + 3 * len(table.headers) + 4
             Console(width=max(needed, Console().width)).print(rich_table(table))

@@ -30,7 +30,7 @@ def replay(
     window: WindowOpt = None,
     reserve: ReserveOpt = 20_000,
     framing: FramingOpt = None,
-    calibrate: CalibrateOpt = False,
+    calibrate: CalibrateOpt = True,
     skip_bad_lines: SkipBadOpt = False,
     every: Annotated[Optional[int], typer.Option(help="Show every k-th request in the context table.")] = None,
     fmt: FormatOpt = None,

@@ -33,7 +33,14 @@ def validate_command(
     trace, reports = read_inputs(traces, fmt, skip_bad_lines)
     # the readers' reports say where lines were skipped: the replay re-anchors there
     result = validate(trace, tokenizer, calibrate, mode="priors" if priors_only else "fit", reports=reports)
+    from ctxsim import preset_check
+
+    checks = preset_check.check(trace, tokenizer)  # the product's own compactions against its preset
     if as_json:
-        typer.echo(json.dumps(result.to_json(worst), indent=1, sort_keys=True, ensure_ascii=False))
+        typer.echo(json.dumps({**result.to_json(worst), "preset_checks": [c.to_json() for c in checks]},
+                              indent=1, sort_keys=True, ensure_ascii=False))
         return
-    print_tables(*validation_tables(result, worst), title=f"validate {result.trace}")
+    tables, notes = validation_tables(result, worst)
+    if checks:
+        tables, notes = [*tables, preset_check.table(checks)], [*notes, *preset_check.notes(checks)]
+    print_tables(tables, notes, title=f"validate {result.trace}")

@@ -1,11 +1,24 @@
-"""`claude-code`: Claude Code's automatic context management.
+"""`claude-code`: Claude Code's automatic context management, with its threshold as measured.
 
-Source: reference/providers-and-products.md B.5. Auto-compaction fires at the effective window
-(window minus a 20k output reserve) minus a 13k buffer: 167,000 tokens of a 200k window (83.5%),
-i.e. 33,000 tokens of headroom. Claude Code "clears older tool outputs first, then summarizes the
-conversation if needed": old tool results are cleared (newest 3 kept) when the prompt reaches the
-same threshold, and the conversation is compacted only if it is still past it. Full compaction
-replaces the whole message history with one summary written by the model (simulated size).
+Claude Code "clears older tool outputs first, then summarizes the conversation if needed" (its docs,
+reference/providers-and-products.md B.5): old tool results are cleared (newest 3 kept) once the
+prompt passes the auto-compact threshold, and the conversation is compacted only if it is still
+past it. Full compaction replaces the whole message history with one summary written by the model
+(simulated size).
+
+The threshold, by version (`THRESHOLDS`, newest last; `for_version` picks one):
+
+- through 2.1.5 (measured): recorded auto-compactions fired at `compact_boundary` preTokens
+  155,548 (2.0.76) and 155,554 (2.1.5), 200k window: window minus a 32,000-token output reserve
+  minus the 13,000-token buffer, 155,000 tokens (77.5%), i.e. 45,000 of headroom. This is the
+  default preset.
+- the decompiled v2.1.221 (reference B.5, anthropics/claude-code #31806, #23409: "Autocompact
+  buffer: 33k"): the reserve is at most 20,000, so window - 33,000 = 167,000 of 200k. Not seen
+  in a transcript; `claude-code:trigger=167000,headroom_tokens=33000` replays it.
+
+`ctxsim validate` replays a trace that recorded one of these compactions as if it had not
+compacted, under the preset for its version, and says where the preset compacts beside where the
+product did (ctxsim.preset_check).
 
 Not modelled: the files, skills and CLAUDE.md Claude Code re-injects after compaction, the
 time-based microcompact, and the cache read of the summarising request (ctxsim meters it
@@ -14,14 +27,49 @@ uncached).
 
 from ctxsim.presets import Preset, register
 
+WINDOW = 200_000  # the window the measured thresholds were seen at
+# (first version, headroom below the window, source): newest last
+THRESHOLDS: tuple[tuple[str, int, str], ...] = (
+    ("0", 45_000, ("measured: auto compact_boundary at preTokens 155,548 (2.0.76) and 155,554 (2.1.5) of a 200k "
+                   "window: window - 32k output reserve - 13k buffer = 155,000")),
+    ("2.1.221", 33_000, ("decompiled v2.1.221 (reference B.5; claude-code #31806, #23409): window - 20k reserve - "
+                         "13k buffer = 167,000 of 200k; not measured in a transcript")),
+)
+HEADROOM = THRESHOLDS[0][1]
+
+
+def _version(text: str | None) -> tuple[int, ...]:
+    parts = []
+    for piece in (text or "").split("-", 1)[0].split("."):
+        if not piece.isdigit():
+            break
+        parts.append(int(piece))
+    return tuple(parts)
+
+
+def for_version(version: str | None) -> tuple[str, int, str]:
+    """(policy spec, headroom tokens, source) of the preset as the given Claude Code version behaves."""
+    chosen = THRESHOLDS[0]
+    for entry in THRESHOLDS:
+        if _version(version) >= _version(entry[0]):
+            chosen = entry
+    headroom = chosen[1]
+    spec = "claude-code" if headroom == HEADROOM else \
+        f"claude-code:trigger={WINDOW - headroom},headroom_tokens={headroom}"
+    return spec, headroom, chosen[2]
+
+
 register(Preset(
     name="claude-code",
-    summary="Claude Code: clear old tool output, then auto-compact at window - 33k (167k of 200k)",
-    source="Claude Code auto-compact threshold and docs (reference B.5)",
+    summary=f"Claude Code: clear old tool output, then auto-compact at window - {HEADROOM // 1000}k "
+            f"({(WINDOW - HEADROOM) // 1000}k of 200k, as measured through 2.1.5)",
+    source="Claude Code compact_boundary preTokens measured in 2.0.76 and 2.1.5 transcripts; docs (reference B.5)",
     stages=(
-        "clear:trigger=167000,keep=3",
-        "compact:headroom_tokens=33000,keep_recent=0,clear_at_least=0,summarizer=llm",
+        f"clear:trigger={WINDOW - HEADROOM},keep=3",
+        f"compact:headroom_tokens={HEADROOM},keep_recent=0,clear_at_least=0,summarizer=llm",
     ),
-    notes=("the clearing threshold is fixed at 167,000 tokens (a 200k window); compaction follows the window",),
+    notes=((f"the clearing threshold is fixed at {WINDOW - HEADROOM:,} tokens (a 200k window); compaction follows "
+            "the window"),
+           "the decompiled v2.1.221 compacts at 167,000 of 200k: claude-code:trigger=167000,headroom_tokens=33000"),
     module=__name__,
 ))

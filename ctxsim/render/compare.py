@@ -5,8 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 from ctxsim.meter import Totals
-from ctxsim.render.terminal import TableData, column_names, money, pct
-from ctxsim.run import RunResult
+from ctxsim.render.terminal import TableData, column_names, money, pct, recorded_cost_cell
+from ctxsim.run import RunResult, none_run, recorded_of_result
 
 OVERFLOW = "window-reserve"
 
@@ -61,5 +61,26 @@ def compare_table(result: RunResult) -> TableData:
             "baseline" if base is t else (change(t.cost_usd, base.cost_usd) if base is not None else "n/a"),
             money(t.summarize_cost_usd) if t.summarize_requests else "-", "never" if first is None else f"request {first:,}", f"{t.events:,}",
         ])
+    row = recorded_row(result)
+    if row is not None:
+        rows.append(row)
     return TableData("policies compared (* = cheapest that never overflows; costs per the trace's timing)",
                      headers, rows)
+
+
+def recorded_row(result: RunResult) -> list[str] | None:
+    """The `recorded` row: what was really billed (None when the trace recorded no usage)."""
+    rec = recorded_of_result(result)
+    if rec is None:
+        return None
+    base = none_run(result)
+    unknown = "-"
+    fresh = f"{rec.input_tokens - rec.cache_read_tokens:,}" if rec.cache_read_tokens is not None else unknown
+    hit = pct(rec.cache_read_tokens / rec.input_tokens) if rec.cache_read_tokens is not None and rec.input_tokens \
+        else unknown
+    return [
+        "recorded", f"{rec.requests:,}", f"{rec.input_tokens:,}",
+        f"{rec.peak_context_tokens:,}" if rec.peak_context_tokens is not None else unknown, unknown, fresh, hit,
+        unknown, unknown, unknown, recorded_cost_cell(rec),
+        change(rec.cost_usd, base.totals.cost_usd) if base is not None else "n/a", unknown, unknown, unknown,
+    ]

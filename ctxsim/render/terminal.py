@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import TextIO
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.table import Table
 
 from ctxsim.meter import Totals
-from ctxsim.run import RunResult
+from ctxsim.run import RunResult, recorded_gap, recorded_of_result
 
 
 @dataclass
@@ -86,7 +86,57 @@ def summary(result: RunResult) -> TableData:
         ("policy events", lambda t: f"{t.events:,}"),
     ]
     rows = [[label] + [fmt(run.totals) for run in runs] for label, fmt in metrics]
-    return TableData("summary", [""] + column_names(result)[0], rows)
+    headers = [""] + column_names(result)[0]
+    rec = recorded_of_result(result)
+    if rec is not None:  # what was really billed, beside the replays
+        headers.append("recorded")
+        for row, value in zip(rows, recorded_column(rec), strict=True):
+            row.append(value)
+    return TableData("summary", headers, rows)
+
+
+def _tokens(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def recorded_cost_cell(rec: Any) -> str:
+    """The recorded cost as ctxsim priced it, with the trace's own cost beside it where it records one."""
+    text = money(rec.cost_usd)
+    if rec.own_cost_usd is not None:
+        text += f" (trace {money(rec.own_cost_usd)}{' !' if rec.own_cost_flagged else ''})"
+    return text
+
+
+def recorded_column(rec: Any) -> list[str]:
+    """The `recorded` column of the summary, in the order of its metrics."""
+    read, w5, w1 = rec.cache_read_tokens, rec.cache_write_tokens, rec.cache_write_1h_tokens
+    known = read is not None and w5 is not None and w1 is not None
+    return [
+        f"{rec.requests:,}", f"{rec.input_tokens:,}", _tokens(rec.peak_context_tokens), "-",
+        _tokens(rec.input_tokens - read) if read is not None else "-", _tokens(read), _tokens(w5), _tokens(w1),
+        _tokens(rec.input_tokens - read - w5 - w1) if known else "-", f"{rec.output_tokens:,}",
+        pct(read / rec.input_tokens) if read is not None and rec.input_tokens else "-", "-", "-", "-",
+        recorded_cost_cell(rec), "-", "-", "-", "-",
+    ]
+
+
+def head_lines(result: RunResult) -> list[str]:
+    """Lines said above the tables: the calibration used, `none` off the bill, the trace's own cost."""
+    from ctxsim.recorded import calibration_line, coverage_line, gap_line, own_cost_line, warning
+
+    out = []
+    line = calibration_line(result.manifest)
+    if line:
+        out.append(line)
+    pair = recorded_gap(result)
+    if pair is not None:
+        rec, g = pair
+        out.append(warning(rec, g) or gap_line(g))
+    rec = recorded_of_result(result)
+    for line in (coverage_line(rec), own_cost_line(rec)) if rec is not None else ():
+        if line:
+            out.append(line)
+    return out
 
 
 def context_rows(result: RunResult, every: int) -> TableData:
@@ -149,10 +199,13 @@ def emit(result: RunResult, out: TextIO, every: int | None, terminal: bool) -> N
         events += [f"  {name}: {e.text()}" for e in shown]
         if len(run.events) > len(shown):
             events.append(f"  {name}: ... and {len(run.events) - len(shown):,} more (all in -o run.json)")
-    notes = [*legend, m["assumption"], *m.get("price_notes", [])]
+    notes = [*legend, m["assumption"], *m.get("provider_rules", []), *m.get("price_notes", [])]
+    above = head_lines(result)
     if terminal:
         console = Console(file=out, force_terminal=True, width=max(100, Console(file=out).width))
         console.print(head, style="dim", highlight=False)
+        for line in above:
+            console.print(line, style="bold" if line.startswith("warning") else None, highlight=False, markup=False)
         for table in tables:
             console.print(rich_table(table))
         console.print("[bold]events[/bold]" if events else "[bold]events[/bold]: none")
@@ -162,6 +215,8 @@ def emit(result: RunResult, out: TextIO, every: int | None, terminal: bool) -> N
             console.print(f"note: {note}", style="dim", highlight=False, markup=False)
         return
     print(head, file=out)
+    for line in above:
+        print(line, file=out)
     for table in tables:
         print(f"\n{table.title}", file=out)
         print(plain(table), file=out)

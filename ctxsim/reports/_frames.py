@@ -16,7 +16,7 @@ from ctxsim.meter import MONEY_FIELDS, EventRecord, Row
 from ctxsim.run import RunResult
 from ctxsim.reports._common import labels
 
-MONEY = (*MONEY_FIELDS, "summarize_cost_usd")  # a row's, and the run total of summarizer calls
+MONEY = (*MONEY_FIELDS, "summarize_cost_usd", "own_cost_usd")  # a row's, and the run total of summarizer calls
 NULLABLE_INT = ("recorded_input_tokens", "recorded_cache_read_tokens")
 
 
@@ -66,11 +66,46 @@ def runs_frame(result: RunResult) -> Any:
                 record[name] = value
         record.update(common)
         records.append(record)
+    integers = {name for record in records for name, value in record.items()
+                if isinstance(value, int) and not isinstance(value, bool)}
+    _add_recorded(result, records, common)
     frame = pd.DataFrame.from_records(records)
     for name in frame.columns:
-        if name.startswith("first_over_"):
+        if name.startswith("first_over_") or name in integers or name in RECORDED_INT:
             frame[name] = frame[name].astype("Int64")
     return frame
+
+
+RECORDED_INT = ("own_cost_sessions",)
+
+
+def _add_recorded(result: RunResult, records: list[dict[str, Any]], common: dict[str, Any]) -> None:
+    """The `recorded` row (what was billed) and, on the `none` row, its difference from it."""
+    from ctxsim.run import none_run, recorded_gap, recorded_of_result
+
+    rec = recorded_of_result(result)
+    if rec is None:
+        return
+    pair = recorded_gap(result)
+    base = none_run(result)
+    for record, run in zip(records, result.runs, strict=True):
+        if pair is not None and run is base:
+            g = pair[1]
+            record["vs_recorded_cost"] = None if g.cost_error is None else f"{g.cost_error:.6f}"
+            record["vs_recorded_input"] = None if g.input_error is None else f"{g.input_error:.6f}"
+    read = rec.cache_read_tokens
+    records.append({
+        "policy": "recorded", "policy_name": "recorded", "params": "{}", "requests": rec.requests,
+        "input_tokens": rec.input_tokens, "fresh_prefill_tokens": rec.input_tokens - read if read is not None else None,
+        "cache_read_tokens": read, "cache_write_tokens": rec.cache_write_tokens,
+        "cache_write_1h_tokens": rec.cache_write_1h_tokens, "output_tokens": rec.output_tokens,
+        "uncached_tokens": rec.input_tokens - read - (rec.cache_write_tokens or 0) - (rec.cache_write_1h_tokens or 0)
+        if read is not None else None,
+        "hit_rate": round(read / rec.input_tokens, 6) if read is not None and rec.input_tokens else None,
+        "peak_context_tokens": rec.peak_context_tokens, "cost_usd": rec.cost_usd,
+        "own_cost_usd": rec.own_cost_usd, "own_cost_sessions": rec.own_cost_sessions,
+        "recorded_source": rec.source, **common,
+    })
 
 
 def events_frame(result: RunResult) -> Any:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports._common import change, labels, money, pct, request_rows, signed_pct, tokens, window_of
-from ctxsim.run import RunResult
+from ctxsim.run import RunResult, none_run, recorded_gap, recorded_of_result
 
 WORST = 5
 EVENT_STEPS = (None, 200, 100, 50, 20, 10, 5, 0)  # events shown per policy, tried in turn until it fits
@@ -83,7 +83,35 @@ def comparison(result: RunResult, names: Sequence[str]) -> list[str]:
             f"{t.rewrites:,}",
         ]
         lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
+    rec = recorded_of_result(result)
+    if rec is not None:  # what was really billed
+        none = none_run(result)
+        cost = money(rec.cost_usd) + (f" (trace's own {money(rec.own_cost_usd)}{' ⚠️' if rec.own_cost_flagged else ''})"
+                                      if rec.own_cost_usd is not None else "")
+        hit = pct(rec.cache_read_tokens / rec.input_tokens) if rec.cache_read_tokens is not None and rec.input_tokens \
+            else "—"
+        peak = f"{rec.peak_context_tokens:,}" if rec.peak_context_tokens is not None else "—"
+        cells = ["recorded", cost, signed_pct(change(none.totals.cost_usd, rec.cost_usd)) if none is not None else "—",
+                 "—", hit, peak, "—", "—", "—", "—"]
+        lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
     return lines
+
+
+def recorded_lines(result: RunResult) -> list[str]:
+    """Said above the table: `none` off the recorded bill by more than 3 %, the trace's own cost beside ctxsim's."""
+    from ctxsim.recorded import own_cost_line, warning
+
+    out = []
+    pair = recorded_gap(result)
+    if pair is not None:
+        line = warning(*pair)
+        if line:
+            out.append("⚠️ " + cell(line[0].upper() + line[1:]))
+    rec = recorded_of_result(result)
+    own = own_cost_line(rec) if rec is not None else None
+    if own:
+        out.append(("⚠️ " if rec is not None and rec.own_cost_flagged else "") + cell(own[0].upper() + own[1:]))
+    return [line for text in out for line in (text, "")]
 
 
 def assumptions(result: RunResult) -> str:
@@ -107,6 +135,11 @@ def assumptions(result: RunResult) -> str:
         f"trace {trace.get('name', '?')} {code(digest[:19])} ({requests:,} requests)",
         f"ctxsim {m.get('ctxsim_version', '?')}",
     ]
+    from ctxsim.recorded import calibration_line
+
+    calibration = calibration_line(m)
+    if calibration:
+        parts.append(calibration.removesuffix("; --no-calibrate replays raw"))
     if m.get("seed") is not None:
         parts.append(f"seed {m['seed']}")
     notes = [str(n) for n in m.get("price_notes") or []]
@@ -213,6 +246,7 @@ def build(result: RunResult, options: Options, per_policy: int | None, worst: in
     trace = (result.manifest.get("trace") or {}).get("name", "?")
     n = len(result.runs)
     lines = [f"### ctxsim: {cell(trace)}, {n} polic{'y' if n == 1 else 'ies'}", "", verdict(result, names), ""]
+    lines += recorded_lines(result)
     lines += comparison(result, names)
     lines += ["", assumptions(result)]
     lines += chart_section(options.charts)

@@ -1,0 +1,193 @@
+"""Product presets checked against the products: where the product compacted, where its preset would.
+
+A Claude Code transcript records its own compaction (`compact_boundary` with `preTokens`), a Codex
+rollout its `compacted` item; the readers end the session there and start the next part with a
+`compaction` event (`pre_tokens`: the product's count) and the product's summary. For every such
+compaction this joins the part before it and the part after it (without the summary and the
+history the product rebuilt: as if it had not compacted), replays that under the product's preset
+for the transcript's version (`presets.claude_code.for_version`, `presets.codex.for_version`),
+calibrated on the whole trace when it recorded enough usage, and reports whether and at which
+request the preset compacts, beside the request the product compacted before.
+
+`validate` shows it; `check(trace)` returns the rows, `table(checks)` the terminal table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from ctxsim.model import Session, Trace
+
+PRODUCTS = ("claude-code", "codex")
+MANUAL_SHARE = 0.5  # a compaction below half the threshold, with no trigger logged, is taken as a manual one
+
+
+@dataclass(frozen=True)
+class CompactionCheck:
+    session: str  # the part the product compacted (the one before the compaction)
+    product: str
+    version: str | None
+    preset: str  # the policy spec replayed
+    threshold: str  # the preset's threshold, in words
+    source: str  # where the threshold comes from
+    trigger: str | None  # auto / manual, where the log says
+    recorded_request: int  # the product compacted before this request (1-based in the joined session)
+    recorded_pre_tokens: int | None  # the product's own count when it compacted
+    replayed_tokens: int  # ctxsim's prompt (plus the last output) at that point, under none
+    preset_request: int | None  # the first request the preset compacts before; None: never
+    preset_prompt_tokens: int | None  # the prompt it compacted from
+    preset_clear_request: int | None  # claude-code: the first request the preset clears tool output
+    threshold_tokens: int  # the preset's compaction threshold at this window
+    threshold_request: int | None  # the first request after a response whose total (prompt + output, under
+    # none) passes the threshold: where the preset's threshold fires when checked as the products check it
+    requests: int  # requests in the joined session
+    calibrated: bool
+
+    @property
+    def verdict(self) -> str:
+        """How the preset's threshold, checked as the product checks it, sits beside the product's compaction."""
+        if self.trigger == "manual":
+            return "the product compacted on request (manual): no threshold to check"
+        count = self.recorded_pre_tokens or self.replayed_tokens
+        if self.trigger is None and count < MANUAL_SHARE * self.threshold_tokens:
+            return (f"the product compacted at {count:,} tokens, far below any automatic threshold: likely a manual "
+                    "compaction (the log does not say)")
+        if self.threshold_request is None:
+            return (f"the preset's threshold is never passed in the {self.requests:,} requests replayed: it is too "
+                    "high")
+        delta = self.threshold_request - self.recorded_request
+        if delta == 0:
+            text = "the preset's threshold fires at the same request as the product"
+        else:
+            side = "earlier" if delta < 0 else "later"
+            text = (f"the preset's threshold fires {abs(delta):,} request{'s' if abs(delta) != 1 else ''} {side} "
+                    "than the product: too " + ("low" if delta < 0 else "high"))
+        if self.preset_request is None and self.preset_clear_request is not None:
+            text += (f"; but its clearing stage (request {self.preset_clear_request:,}) freed enough that it never "
+                     "compacted, where the product did")
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "verdict": self.verdict}
+
+
+def _product(session: Session) -> str | None:
+    return session.source if session.source in PRODUCTS else None
+
+
+def _joined(before: Session, after: Session) -> tuple[Session, int]:
+    """`before` then `after` without what the product put back when it compacted (its summary, the rebuilt
+    history): the session as if it had not compacted, and the number of `before`'s requests."""
+    messages = list(after.messages)
+    first_reply = next((i for i, m in enumerate(messages) if m.role == "assistant"), len(messages))
+    last_summary = max((i for i, m in enumerate(messages[:first_reply]) if m.role == "summary"), default=-1)
+    kept = messages[last_summary + 1:]
+    joined = replace(before, messages=tuple(before.messages) + tuple(kept), events=tuple(
+        e for e in before.events if e.name != "compaction"))
+    return joined, before.requests
+
+
+def _spec(product: str, version: str | None) -> tuple[str, str, str]:
+    if product == "claude-code":
+        from ctxsim.presets.claude_code import for_version as claude
+
+        spec, headroom, source = claude(version)
+        return spec, f"window - {headroom:,}", source
+    from ctxsim.presets.codex import for_version as codex
+
+    spec, share, source = codex(version)
+    return spec, f"{share * 100:.1f}% of the window", source
+
+
+def check(trace: Trace, tokenizer: str = "o200k_base") -> list[CompactionCheck]:
+    """Every compaction a Claude Code or Codex trace recorded, against the product's preset."""
+    by_id = {s.id: s for s in trace.sessions}
+    pairs = []
+    for session in trace.sessions:
+        event = next((e for e in session.events if e.name == "compaction"), None)
+        before = by_id.get(str(session.extra.get("continues") or ""))
+        product = _product(session)
+        if event is None or before is None or product is None or not before.requests:
+            continue
+        pairs.append((before, session, event, product))
+    if not pairs:
+        return []
+    from ctxsim.calibrate import fit
+
+    calibration = fit(trace, tokenizer)
+    return [_check(before, after, event, product, calibration, tokenizer)
+            for before, after, event, product in pairs]
+
+
+def _check(before: Session, after: Session, event: Any, product: str, calibration: Any,
+           tokenizer: str) -> CompactionCheck:
+    from ctxsim.api import Options, replay_choices
+    from ctxsim.policyspec import resolve
+
+    version = before.extra.get("cli_version") or after.extra.get("cli_version")
+    spec, threshold, source = _spec(product, str(version) if version else None)
+    joined, n_before = _joined(before, after)
+    trace = Trace(f"{before.id} joined", (joined,))
+    options = Options(tokenizer=tokenizer, jobs=1)
+    if calibration is not None:
+        trace = calibration.apply(trace)
+        options = replace(options, framing=calibration.framing(), hidden_prefix_tokens=calibration.hidden_prefix_tokens)
+    choices = resolve(["none", spec])
+    result = replay_choices(trace, "", choices, options)
+    none, preset = result.runs
+    rows = [r for r in none.rows if r.kind == "request"]
+    last = rows[n_before - 1]
+    limit = _threshold(choices[1].policy, int(preset.policy.get("setup", {}).get("window") or result.manifest["window"]))
+    crossed = next((r.request + 1 for r in rows if r.context_tokens + r.output_tokens > limit), None)
+    compacts = [e for e in preset.events if e.kind == "compact"]
+    clears = [e for e in preset.events if e.kind == "clear"]
+    pre = event.fields.get("pre_tokens")
+    return CompactionCheck(
+        session=before.id, product=product, version=str(version) if version else None, preset=spec,
+        threshold=threshold, source=source, trigger=event.fields.get("trigger"), recorded_request=n_before + 1,
+        recorded_pre_tokens=pre if isinstance(pre, int) else None,
+        replayed_tokens=last.context_tokens + last.output_tokens,
+        preset_request=compacts[0].request if compacts else None,
+        preset_prompt_tokens=compacts[0].tokens_before if compacts else None,
+        preset_clear_request=clears[0].request if clears else None,
+        threshold_tokens=limit, threshold_request=crossed if crossed is None or crossed <= len(rows) else None,
+        requests=len(rows), calibrated=calibration is not None)
+
+
+def _threshold(policy: Any, window: int) -> int:
+    """The compaction threshold of a preset's compact stage at this window, in tokens."""
+    for stage in getattr(policy, "stages", None) or (policy,):
+        if hasattr(stage, "thresholds"):
+            return int(stage.thresholds(window)[0])
+    raise ValueError("the preset has no compaction stage")
+
+
+def table(checks: list[CompactionCheck]) -> Any:
+    """The checks as one terminal table (render.terminal.TableData)."""
+    from ctxsim.render.terminal import TableData
+
+    def n(value: int | None) -> str:
+        return "-" if value is None else f"{value:,}"
+
+    rows = []
+    for c in checks:
+        rows.append([c.session[-24:], f"{c.product} {c.version or '?'}", c.preset,
+                     f"{c.threshold_tokens:,} ({c.threshold})", f"before {c.recorded_request:,}",
+                     n(c.recorded_pre_tokens), n(c.replayed_tokens),
+                     "never" if c.threshold_request is None else f"before {c.threshold_request:,}",
+                     "never" if c.preset_request is None else f"before {c.preset_request:,}", c.verdict])
+    return TableData("product presets against the product's own compactions (replayed as if it had not compacted)",
+                     ["session", "product", "preset", "threshold", "product compacted", "its count",
+                      "ctxsim then", "threshold fires", "preset compacts", "verdict"], rows, left=4)
+
+
+def notes(checks: list[CompactionCheck]) -> list[str]:
+    out = sorted({f"{c.preset}: {c.source}" for c in checks})
+    if any(not c.calibrated for c in checks):
+        out.append("not calibrated (too little recorded usage): ctxsim's prompt sizes are counted, not billed")
+    out.append("'ctxsim then' = the last prompt plus its output under none where the product compacted, beside "
+               "the product's own count; 'threshold fires' = the first request after a response whose total passes "
+               "the preset's threshold (as the products check); 'preset compacts' = where the preset's policy "
+               "compacts (it checks the prompt about to be sent, new messages included, so it can come one earlier)")
+    return out
