@@ -345,10 +345,16 @@ def calibration_line(manifest: dict[str, Any]) -> str | None:
         return f"calibration: {entry}"
     if not entry.get("applied", "scale" in entry):
         return f"not calibrated: {entry.get('reason', 'no fit')}"
-    prefixes = entry.get("group_prefix_tokens") or {}
+    # The prefix the replay really adds is per session part; one number only where they are all alike.
+    parts = sorted(set((entry.get("session_prefix_tokens") or {}).values()))
+    groups = entry.get("group_prefix_tokens") or {}
     prefix = f"{entry.get('hidden_prefix_tokens', 0):,}"
-    if len(set(prefixes.values())) > 1:
-        prefix += " (" + ", ".join(f"{g} {p:,}" for g, p in sorted(prefixes.items())) + ")"
+    if len(parts) > 1:
+        prefix = f"{parts[0]:,}-{parts[-1]:,} (per session part)"
+    elif parts:
+        prefix = f"{parts[0]:,}"
+    elif len(set(groups.values())) > 1:
+        prefix += " (" + ", ".join(f"{g} {p:,}" for g, p in sorted(groups.items())) + ")"
     notes = entry.get("notes") or []
     return (f"calibrated on {entry.get('requests_used', 0):,} recorded requests: hidden prefix {prefix} tokens, "
             f"scale {float(entry.get('scale', 1)):.4f}, overhead {entry.get('message_tokens', 0)} tokens/message"
