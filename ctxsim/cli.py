@@ -19,7 +19,26 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Replay recorded LLM-agent traces under context-management policies and meter what they cost.",
     pretty_exceptions_enable=False,
+    # Plain click help and errors: rich's help renderer alone imports markdown-it and pygments (0.4 s).
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from ctxsim import __version__
+
+        typer.echo(f"ctxsim {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print ctxsim's version and exit."),
+) -> None:
+    """Replay recorded LLM-agent traces under context-management policies and meter what they cost."""
 
 DEFAULT_TRACE = "billing-session.jsonl"
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from ctxsim.api import Options
 from ctxsim.cli import fail
-from ctxsim.counting import Framing
-from ctxsim.params import build_params, split_spec
+
+if TYPE_CHECKING:
+    from ctxsim.api import Options
 
 TraceArg = Annotated[Optional[str], typer.Argument(help="Trace file or folder, any supported format; default: the shipped sample trace.")]
 ProviderOpt = Annotated[Optional[str], typer.Option(help="Provider to price as (default: the trace's).")]
@@ -39,6 +39,11 @@ OutputOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="Where
 def options(provider: str | None, model: str | None, tokenizer: str | None, cache: str | None,
             cache_ttl: str | None, window: int | None, reserve: int, framing: str | None = None,
             calibrate: bool = False, skip_bad_lines: bool = False, jobs: int | None = None) -> Options:
+    # Imported here, not at the top: `ctxsim --help` must not load the engine and the price data.
+    from ctxsim.api import Options
+    from ctxsim.counting import Framing
+    from ctxsim.params import build_params, split_spec
+
     if cache_ttl is not None and cache_ttl not in ("5m", "1h"):
         fail(f"--cache-ttl must be 5m or 1h, got {cache_ttl!r}")
     if window is not None and window <= 0:

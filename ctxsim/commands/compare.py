@@ -7,7 +7,6 @@ import sys
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 
 from ctxsim.cli import app, default_trace, guarded
 from ctxsim.commands._options import (
@@ -72,6 +71,8 @@ def compare(
         for line in head_lines(result):
             typer.echo(line)
         if sys.stdout.isatty():
+            from rich.console import Console
+
             needed = len(plain(table).splitlines()[0]) + 3 * len(table.headers) + 4
             Console(width=max(needed, Console().width)).print(rich_table(table))
         else:
