@@ -425,5 +425,18 @@ def sniff(head: bytes) -> str | None:
     return "no rollout lines ({type: session_meta|response_item|event_msg|turn_context, payload}) in the first lines"
 
 
+ABOUT = {
+    "reads": "OpenAI Codex CLI and Desktop rollout JSONL (session_meta, response_item, event_msg, turn_context, "
+             "compacted lines), 0.40 to 0.10x",
+    "location": "$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl (CODEX_HOME defaults to ~/.codex; "
+                "archived_sessions/ for archived ones)",
+    "records": "the model-visible history with times; per request the last usage and the running total "
+               "(input including the cache, cached input, output, reasoning); the context window; compactions "
+               "with the summary and, in newer versions, the replacement history",
+    "cannot_know": "cache writes (OpenAI bills none before GPT-5.6; not logged); the hidden reasoning sent back "
+                   "(encrypted: sized by the response's reasoning tokens); a remote compaction's summary "
+                   "(encrypted); cost (not recorded)",
+}
+
 register(FormatInfo(name=NAME, description="OpenAI Codex CLI rollout JSONL (~/.codex/sessions/**/rollout-*.jsonl)",
                     sniff=sniff, module=__name__, parse=parse))

@@ -151,5 +151,16 @@ def sniff(head: bytes) -> str | None:
     return "no trajectory_format 'mini-swe-agent-...' (or info.model_stats with messages) in the first bytes"
 
 
+ABOUT = {
+    "reads": "mini-swe-agent trajectories (*.traj.json, trajectory_format mini-swe-agent-1 and -1.1)",
+    "location": "the run's output directory: <output>/<instance id>/<instance id>.traj.json (batch), or the "
+                "path given to mini -o",
+    "records": "every message; per response the full provider response (litellm usage with the cache, the "
+               "served model, creation time) and its cost; run totals (cost, API calls)",
+    "cannot_know": "times of text-mode observations (format 1 keeps only response.created); tool definitions; "
+                   "failed calls (counted in api_calls, no response logged); cache writes for providers that "
+                   "do not report them",
+}
+
 register(FormatInfo(name=NAME, description="mini-swe-agent trajectories (messages with each provider response)",
                     sniff=sniff, module=__name__, parse=parse))

@@ -202,5 +202,14 @@ def _openai_messages(messages: list[Any]) -> bool:
     return all(isinstance(m, dict) and m.get("role") in ROLES for m in messages[:5])
 
 
+ABOUT = {
+    "reads": "OpenAI Chat Completions message lists ({messages, tools, model}, a bare array, "
+             "or request/response exchange logs)",
+    "location": "wherever the agent or an API logger writes them",
+    "records": "the messages, tool calls and results; usage and time only where the log kept the responses",
+    "cannot_know": "per-request usage of a bare message list; times; which messages a request really sent "
+                   "unless each request is logged",
+}
+
 register(FormatInfo(name=NAME, description="OpenAI Chat Completions messages (+ usage), or request/response logs",
                     sniff=sniff, module=__name__, parse=parse))
