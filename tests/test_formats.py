@@ -510,7 +510,9 @@ def test_empty_and_missing_inputs(tmp_path: Path):
 
 
 @pytest.mark.parametrize("inputs", [[str(TINY / n)] for n in sorted(TINY_FILES.values())]
-                         + [[str(FIXTURES / "claude-code")], [str(FIXTURES / "codex")]],
+                         + [[str(FIXTURES / "claude-code")], [str(FIXTURES / "codex")]]
+                         + [[str(FIXTURES / d)] for d in ("gemini-cli", "codex-0104", "mini-swe-agent", "cline",
+                                                          "otel-genai", "aider")],
                          ids=lambda p: Path(p[0]).name)
 def test_convert_then_replay_equals_replaying_the_original(tmp_path: Path, inputs):
     out = tmp_path / "native.jsonl"

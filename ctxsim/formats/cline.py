@@ -34,15 +34,16 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from typing import IO, Any
 
 from ctxsim.formats import (
-    Conversation, FormatInfo, Node, Source, format_ts, frozen, head_text, kind_of, register, sniff_json_head,
+    Conversation, FormatInfo, Node, Source, frozen, head_text, kind_of, register, sniff_json_head,
     split_model,
 )
 from ctxsim.formats.anthropic_messages import _assistant, _user
-from ctxsim.model import Message, Session, Usage
+from ctxsim.model import Event, Message, Session, Usage
 
 NAME = "cline"
 HISTORY = "api_conversation_history.json"
@@ -217,7 +218,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
         before = len(conv.builders)
         conv.exchange(kept, answer, system=None)
         if len(conv.builders) > before and before:
-            _recorded(conv, events_after, n, deleted_events, condenses)
+            _recorded(conv, events_after)
         events_after = []
         n_request += 1
     sessions = conv.sessions()
@@ -233,10 +234,8 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
     for i, session in enumerate(sessions):
         events = list(session.events)
         if i == 0:
-            from ctxsim.model import Event
-
             for before_n, ts, counts in deleted_events:
-                events.append(Event("compaction", 0 if before_n == 0 else len(session.messages), ts, frozen({
+                events.append(Event("compaction", _position(session, before_n), ts, frozen({
                     "deleted_api_reqs": True, "recorded": True,
                     **{k: _int(counts.get(k)) for k in ("tokensIn", "tokensOut", "cacheWrites", "cacheReads")}})))
             for before_n, ts in condenses:
@@ -246,8 +245,6 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
         extra = dict(session.extra)
         if i == 0 and extra_totals:
             extra["recorded_totals"] = {"requests": len(requests), **extra_totals}
-        from dataclasses import replace
-
         out.append(replace(session, events=tuple(events), extra=frozen(extra)))
     notes = []
     for convention, n in sorted(assumed.items()):
@@ -277,17 +274,15 @@ def _position(session: Session, request_number: int) -> int:
     return len(session.messages)
 
 
-def _recorded(conv: Conversation, events: list[tuple[str, str | None, dict[str, Any]]], n: int,
-              deleted: list[Any], condenses: list[Any]) -> None:
+def _recorded(conv: Conversation, events: list[tuple[str, str | None, dict[str, Any]]]) -> None:
     """The session Conversation just began for a history that no longer extends: its inferred event
     becomes the recorded truncation when the log has one."""
     builder = conv.builders[-1]
     if not events:
         return
-    kind, ts, fields = events[-1]
+    _, ts, fields = events[-1]
     builder.events = [e for e in builder.events if not e.fields.get("inferred")]
-    builder.event("compaction", ts, recorded=True, truncation=True, **fields)
-    builder.events.insert(0, builder.events.pop())
+    builder.events.insert(0, Event("compaction", 0, ts, frozen({"recorded": True, "truncation": True, **fields})))
 
 
 def _body(entry: Node) -> dict[str, Any]:

@@ -26,7 +26,6 @@ What the reader maps:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -238,12 +237,11 @@ class _Reader:
             self.token_count(node, payload)
         elif kind == "turn_aborted":
             self.aborted += 1
-        elif kind == "context_compacted":
+        elif kind == "context_compacted" and not self.just_compacted:
             # newer versions write it after the `compacted` record (the same compaction); alone, it
             # is a compaction whose replacement history Codex rebuilt without logging it
-            if not self.just_compacted:
-                self.compaction(node, node.ts("timestamp"), None, None)
-                self.event_builder = self.builder
+            self.compaction(node, node.ts("timestamp"), None, None)
+            self.event_builder = self.builder
 
     def token_count(self, node: Node, payload: Node) -> None:
         info = payload.obj("info")
@@ -257,14 +255,14 @@ class _Reader:
             if self.builder is not None:
                 self.builder.header["window"] = window
         key = (total.value if total else None, last.value if last else None)
-        if key == self.last_totals or (total is not None and total.value == self.prev_total_raw):
-            self.repeats += 1
-            return  # the same event again (0.10x writes every count twice): the running total did not change
-        self.last_totals = key
         if last is not None and isinstance(last.value, dict) and not any(
                 isinstance(v, (int, float)) and v for v in last.value.values()):
             self.zero_counts += 1  # written when the history is recomputed (before a compaction): no request
             return
+        if key == self.last_totals or (total is not None and total.value == self.prev_total_raw):
+            self.repeats += 1
+            return  # the same event again (0.10x writes every count twice): the running total did not change
+        self.last_totals = key
         self.prev_total_raw = total.value if total is not None else None
         previous = self.prev_total
         current = _usage(total) if total is not None else None

@@ -186,6 +186,8 @@ def sniff(head: bytes) -> str | None:
     if any(m in text for m in anthropic) and not any(m in text for m in markers):
         return "content blocks look like Anthropic Messages (tool_use / tool_result)"
     if start == "[":
+        if any(k in text[:20000] for k in ("<environment_details>", '"modelInfo"', '"conversationHistoryIndex"')):
+            return "a Cline task's api_conversation_history.json: read its folder or ui_messages.json (cline)"
         if '"request"' in text[:200] and '"choices"' in text:
             return None
         if any(k in text for k in ('"trajectory"', '"observation"', '"source"')):

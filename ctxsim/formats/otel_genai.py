@@ -37,7 +37,7 @@ from decimal import Decimal, InvalidOperation
 from typing import IO, Any
 
 from ctxsim.formats import (
-    Conversation, FormatInfo, Node, SessionBuilder, Source, arguments_of, format_ts, frozen, head_text, register,
+    Conversation, FormatInfo, Node, Source, arguments_of, format_ts, frozen, head_text, register,
     sniff_json_head, split_model,
 )
 from ctxsim.model import Message, Session, ToolCall, Usage
