@@ -201,7 +201,8 @@ def test_cline_openai_provider_router_zero_cancel_deleted_requests_and_truncatio
         Usage(900, 0, 0, 0, 40), Usage(1000, 800, 0, 0, 5), None]  # the router's tokensIn 0: unknown
     assert before.messages[3].extra["cancel_reason"] == "user_cancelled"
     deleted = [e for e in before.events if e.fields.get("deleted_api_reqs")]
-    assert [(e.position, e.fields["tokensIn"], e.fields["tokensOut"]) for e in deleted] == [(5, 5000, 300)]
+    # logged after the second request, before the resumption message the third one sent
+    assert [(e.position, e.fields["tokensIn"], e.fields["tokensOut"]) for e in deleted] == [(4, 5000, 300)]
     # the deleted requests' cost is in the task's total, in no request
     assert dict(before.extra["recorded_totals"]) == {"requests": 4, "cost_usd": "0.0217"}
     # conversationHistoryDeletedRange [2, 3]: the last request was sent without messages 2 and 3
@@ -229,6 +230,38 @@ def test_cline_roo_api_protocol_decides_the_convention(tmp_path: Path):
     assert [m.usage for m in session.messages if m.usage] == [Usage(1200, 0, 0, 0, 30), Usage(1300, 1024, 0, 0, 12)]
     body_cached = [json.loads(e["text"]) for e in ui if e.get("say") == "api_req_started"]
     assert [b["tokensIn"] for b in body_cached] == [1200, 276]
+
+
+def test_roo_condense_summary_replaces_its_messages_in_a_new_session(tmp_path: Path):
+    """Roo Code keeps condensed messages on disk, tagged `condenseParent`; after the summary
+    (`isSummary`, its `condenseId`) the agent sends the summary instead of them."""
+    folder = tmp_path / "roo-task"
+    shutil.copytree(TINY / "cline", folder)
+    api = json.loads((folder / "api_conversation_history.json").read_text())
+    ui = json.loads((folder / "ui_messages.json").read_text())
+    for m in api:
+        m["condenseParent"] = "c1"
+    api.append({"role": "assistant", "content": [{"type": "text", "text": "Summary: read invoice.py."}],
+                "isSummary": True, "condenseId": "c1"})
+    api.append({"role": "user", "content": [{"type": "text", "text": "And the tests?"}]})
+    api.append({"role": "assistant", "content": [{"type": "text", "text": "Added."}]})
+    ui.append({"ts": ui[-1]["ts"] + 1000, "type": "say", "say": "condense_context",
+               "contextCondense": {"cost": 0.01, "prevContextTokens": 1300, "newContextTokens": 40}})
+    body = {"request": "And the tests?", "tokensIn": 60, "tokensOut": 4, "cacheWrites": 0, "cacheReads": 0,
+            "cost": 0.0002}
+    ui.append({"ts": ui[-1]["ts"] + 1000, "type": "say", "say": "api_req_started", "text": json.dumps(body)})
+    (folder / "api_conversation_history.json").write_text(json.dumps(api))
+    (folder / "ui_messages.json").write_text(json.dumps(ui))
+    trace, notes, _ = read(folder)
+    first, second = trace.sessions
+    assert first.requests == 2 and [m.role for m in first.messages] == ["user", "assistant", "tool", "assistant"]
+    assert second.extra["continues"] == first.id
+    assert [(e.name, e.position, e.fields.get("condense_context")) for e in second.events] == [("compaction", 0, True)]
+    # the condensed messages are gone: the summary (not a request) and the new prompt are sent
+    assert [(m.role, m.content) for m in second.messages] == [
+        ("summary", "Summary: read invoice.py."), ("user", "And the tests?"), ("assistant", "Added.")]
+    assert second.messages[-1].usage == Usage(60, 0, 0, 0, 4)
+    assert any("condense_context" in n for n in notes)
 
 
 def test_cline_without_its_conversation_file_says_so(tmp_path: Path):

@@ -34,16 +34,15 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 from typing import IO, Any
 
 from ctxsim.formats import (
-    Conversation, FormatInfo, Node, Source, frozen, head_text, kind_of, register, sniff_json_head,
-    split_model,
+    FormatInfo, Node, SessionBuilder, Source, frozen, head_text, kind_of, register, sniff_json_head, split_model,
 )
+from ctxsim.formats import _restated
 from ctxsim.formats.anthropic_messages import _assistant, _user
-from ctxsim.model import Event, Message, Session, Usage
+from ctxsim.model import Message, Session, Usage
 
 NAME = "cline"
 HISTORY = "api_conversation_history.json"
@@ -152,44 +151,83 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                     "gemini" in model_id else "anthropic", "openai": "openai", "openai-native": "openai",
                     "gemini": "google", "deepseek": "deepseek"}.get(provider_id, provider)
     exclusive_default = (provider_id in EXCLUSIVE_PROVIDERS) if provider_id else (provider == "anthropic")
-    conv = Conversation(task_id, source=NAME, model=model, provider=provider, ts=first_ts)
     assumed: dict[str, int] = {}
     unknown_input = 0
     cancelled: dict[str, int] = {}
     total_cost = Decimal(0)
     costs = 0
-    n_request = 0
-    prior_range: tuple[int, int] | None = None
-    events_after: list[tuple[str, str | None, dict[str, Any]]] = []
-    assistants = [k for k, (_, m) in enumerate(items) if m.get("role") == "assistant"]
+    assistants = [k for k, (_, m) in enumerate(items) if m.get("role") == "assistant" and not m.get("isSummary")]
     if len(assistants) != len(requests):
         source.note(f"{len(requests)} request entries for {len(assistants)} responses: paired in order")
+    header = {"source": NAME, "model": model, "provider": provider, "ts": first_ts}
+    builders: list[SessionBuilder] = []
+    builder: SessionBuilder | None = None
+    converted: dict[int, list[Message]] = {}  # history index -> its canonical messages (made once)
+    active: set[str] = set()  # Roo: condense ids whose summary has been sent
+    signature: tuple[Any, ...] | None = None  # (deleted range, active condense ids): what a request leaves out
+    added = 0  # history messages before this index are in the current session
+    pending_deleted = list(deleted_events)
+
+    def messages_of(index: int, default_ts: str | None) -> list[Message]:
+        if index not in converted:
+            node = items[index][1]
+            ts = node.ts("ts") or default_ts
+            role = node.get("role")
+            if node.get("isSummary") and role in ("user", "assistant"):  # Roo's condense summary
+                text = _assistant(node, ts).content if role == "assistant" else "\n".join(
+                    m.content for m in _user(node, ts))
+                out = [Message("summary", text, ts=ts)]
+            elif role == "user":
+                out = _user(node, ts)
+            elif role == "assistant":
+                out = [_assistant(node, ts)]
+            else:
+                skipped[f"role {role!r}"] = skipped.get(f"role {role!r}", 0) + 1
+                out = []
+            converted[index] = out
+        return converted[index]
+
+    def left_out(index: int, rng: tuple[int, int] | None) -> bool:
+        parent = items[index][1].get("condenseParent")
+        return (rng is not None and rng[0] <= index <= rng[1]) or (isinstance(parent, str) and parent in active)
+
     for n, k in enumerate(assistants):
         req = requests[n] if n < len(requests) else None
         body = req.body if req is not None else {}
-        start_ts = req.ts if req is not None else None
-        if n == 0 and first_ts is not None:
-            start_ts = first_ts
-        # what was sent: the history before the response, without Cline's truncated range and Roo's
-        # condensed messages
-        kept: list[Message] = []
-        summaries = {m.get("condenseId") for _, m in items[:k] if m.get("isSummary") and isinstance(
-            m.get("condenseId"), str)}
-        for index, node in items[:k]:
-            if req is not None and req.deleted is not None and req.deleted[0] <= index <= req.deleted[1]:
-                continue
-            if isinstance(node.get("condenseParent"), str) and node.get("condenseParent") in summaries:
-                continue
-            ts = node.ts("ts") or (first_ts if index == 0 else start_ts)
-            if node.get("role") == "user":
-                messages = _user(node, ts)
-                if node.get("isSummary"):
-                    messages = [Message("summary", m.content, ts=m.ts) for m in messages]
-                kept.extend(messages)
-            elif node.get("role") == "assistant":
-                kept.append(_assistant(node, node.ts("ts") or ts))
-            else:
-                skipped[f"role {node.get('role')!r}"] = skipped.get(f"role {node.get('role')!r}", 0) + 1
+        start_ts = first_ts if n == 0 and first_ts is not None else (req.ts if req is not None else None)
+        rng = req.deleted if req is not None else None
+        for index in range(added, k):  # summaries sent with this request take effect now
+            node = items[index][1]
+            if node.get("isSummary") and isinstance(node.get("condenseId"), str):
+                active.add(node.get("condenseId"))
+        now = (rng, frozenset(active))
+        if builder is None or now != signature:
+            previous = builder
+            builder = SessionBuilder(task_id if previous is None else f"{task_id}/part-{len(builders) + 1}", **header)
+            builders.append(builder)
+            if previous is not None:
+                builder.extra["continues"] = previous.id
+                fields: dict[str, Any] = {"recorded": True}
+                if rng != (signature[0] if signature else None):
+                    fields.update(truncation=True, deleted_range=list(rng) if rng else None)
+                if signature is not None and frozenset(active) != signature[1]:
+                    fields["condense_context"] = True
+                builder.event("compaction", start_ts, **fields)
+                for index in range(added):  # what the agent still sends: the kept history, restated
+                    if not left_out(index, rng):
+                        for message in messages_of(index, start_ts):
+                            builder.add(_restated(message) if message.role == "assistant" else message)
+            signature = now
+        while pending_deleted and pending_deleted[0][0] <= n:
+            _, ts, counts = pending_deleted.pop(0)
+            builder.event("compaction", ts, recorded=True, deleted_api_reqs=True,
+                          **{key: _int(counts.get(key)) for key in ("tokensIn", "tokensOut", "cacheWrites",
+                                                                    "cacheReads")})
+        for index in range(added, k):
+            if not left_out(index, rng):
+                for message in messages_of(index, first_ts if index == 0 else start_ts):
+                    builder.add(message)
+        added = k + 1
         usage = None
         if req is not None:
             usage, convention = _usage(body, exclusive_default)
@@ -211,41 +249,18 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
         end_ts = node.ts("ts") or (req.end_ts if req is not None else None)
         answer = _assistant(node, end_ts, usage, model,
                             {"cancel_reason": body.get("cancelReason")} if body.get("cancelReason") else None)
-        rng = req.deleted if req is not None else None
-        if rng != prior_range and rng is not None:
-            events_after.append(("truncation", start_ts, {"deleted_range": list(rng)}))
-        prior_range = rng
-        before = len(conv.builders)
-        conv.exchange(kept, answer, system=None)
-        if len(conv.builders) > before and before:
-            _recorded(conv, events_after)
-        events_after = []
-        n_request += 1
-    sessions = conv.sessions()
-    out = []
-    extra_totals: dict[str, Any] = {}
-    deleted_cost = Decimal(0)
-    for _, _, counts in deleted_events:
-        value = _decimal(counts.get("cost"))
-        if value is not None:
-            deleted_cost += value
-    if costs or deleted_events:
-        extra_totals["cost_usd"] = format(total_cost + deleted_cost, "f")
-    for i, session in enumerate(sessions):
-        events = list(session.events)
-        if i == 0:
-            for before_n, ts, counts in deleted_events:
-                events.append(Event("compaction", _position(session, before_n), ts, frozen({
-                    "deleted_api_reqs": True, "recorded": True,
-                    **{k: _int(counts.get(k)) for k in ("tokensIn", "tokensOut", "cacheWrites", "cacheReads")}})))
-            for before_n, ts in condenses:
-                events.append(Event("compaction", _position(session, before_n), ts,
-                                    frozen({"condense_context": True, "recorded": True})))
-            events.sort(key=lambda e: e.position)
-        extra = dict(session.extra)
-        if i == 0 and extra_totals:
-            extra["recorded_totals"] = {"requests": len(requests), **extra_totals}
-        out.append(replace(session, events=tuple(events), extra=frozen(extra)))
+        converted[k] = [answer]
+        builder.add(answer)
+    if builder is not None:
+        for _, ts, counts in pending_deleted:
+            builder.event("compaction", ts, recorded=True, deleted_api_reqs=True,
+                          **{key: _int(counts.get(key)) for key in ("tokensIn", "tokensOut", "cacheWrites",
+                                                                    "cacheReads")})
+    deleted_cost = sum((_decimal(counts.get("cost")) or Decimal(0) for _, _, counts in deleted_events), Decimal(0))
+    if builders and (costs or deleted_events):
+        builders[0].extra["recorded_totals"] = {"requests": len(requests),
+                                                "cost_usd": format(total_cost + deleted_cost, "f")}
+    out = [b.build() for b in builders]
     notes = []
     for convention, n in sorted(assumed.items()):
         notes.append(f"{n} request(s): {convention}")
@@ -256,33 +271,15 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                     "their prompt size is unknown, so they keep no usage")
     if cancelled:
         source.note("cancelled requests: " + ", ".join(f"{n} {r}" for r, n in sorted(cancelled.items())))
+    if condenses:
+        source.note(f"{len(condenses)} condense_context entr(y/ies): Roo Code's own summary; the messages it "
+                    "replaced (condenseParent) are not sent after it")
     if deleted_events:
         source.note(f"{len(deleted_events)} deleted_api_reqs entr(y/ies): requests whose messages Cline removed; "
                     "their usage is in the recorded totals, not in any request")
     if skipped:
         source.note("skipped: " + ", ".join(f"{n} {k}" for k, n in sorted(skipped.items())))
     return out
-
-
-def _position(session: Session, request_number: int) -> int:
-    seen = 0
-    for i, m in enumerate(session.messages):
-        if m.role == "assistant":
-            if seen == request_number:
-                return i
-            seen += 1
-    return len(session.messages)
-
-
-def _recorded(conv: Conversation, events: list[tuple[str, str | None, dict[str, Any]]]) -> None:
-    """The session Conversation just began for a history that no longer extends: its inferred event
-    becomes the recorded truncation when the log has one."""
-    builder = conv.builders[-1]
-    if not events:
-        return
-    _, ts, fields = events[-1]
-    builder.events = [e for e in builder.events if not e.fields.get("inferred")]
-    builder.events.insert(0, Event("compaction", 0, ts, frozen({"recorded": True, "truncation": True, **fields})))
 
 
 def _body(entry: Node) -> dict[str, Any]:
