@@ -64,6 +64,16 @@ def test_gemini_jsonl_rewind_drops_the_rewound_exchange_and_info_is_not_sent():
     assert any("1 rewind" in n for n in notes) and any("1 info" in n for n in notes)
 
 
+def test_gemini_unknown_message_types_are_skipped_and_counted(tmp_path: Path):
+    doc = json.loads((TINY / "gemini-cli.json").read_text())
+    doc["messages"].insert(1, {"id": "x", "timestamp": doc["startTime"], "type": "hologram", "content": "?"})
+    doc["messages"].insert(1, {"id": "y", "content": "no type"})
+    path = tmp_path / "session-2.json"
+    path.write_text(json.dumps(doc))
+    trace, notes, _ = read(path)
+    assert trace.sessions[0].requests == 2 and any("1 hologram" in n and "1 untyped" in n for n in notes)
+
+
 def test_gemini_single_document_and_single_line_read_the_same(tmp_path: Path):
     doc = json.loads((TINY / "gemini-cli.json").read_text())
     one_line = tmp_path / "session-1.json"
@@ -330,6 +340,26 @@ def test_otel_child_agent_is_a_subagent_session_and_cache_kept_apart_is_added():
     # prompt_tokens 10 with 1,800 read and 200 written: the counts were kept apart, so 2,010 in all
     assert [m.usage for m in child.messages if m.usage] == [Usage(2010, 1800, 200, 0, 7)]
     assert any("above their input" in n for n in notes) and any("1 embeddings" in n for n in notes)
+
+
+def test_otel_older_indexed_prompt_and_completion_attributes(tmp_path: Path):
+    """OpenLLMetry-style flattened attributes (gen_ai.prompt.0.role ...), the deprecated usage names."""
+    span = {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "openai.chat", "startTimeUnixNano": "1768323361000000000",
+            "endTimeUnixNano": "1768323363000000000", "attributes": [
+                {"key": k, "value": {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}}
+                for k, v in {"gen_ai.operation.name": "chat", "gen_ai.system": "openai",
+                             "gen_ai.request.model": "gpt-4o-2024-08-06",
+                             "gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "Be careful.",
+                             "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": "Fix the rounding bug.",
+                             "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "Use Decimal.",
+                             "gen_ai.usage.prompt_tokens": 120, "gen_ai.usage.completion_tokens": 4}.items()]}
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
+    (session,) = read(path)[0].sessions
+    assert session.system == "Be careful."
+    assert [(m.role, m.content) for m in session.messages] == [("user", "Fix the rounding bug."),
+                                                                ("assistant", "Use Decimal.")]
+    assert session.messages[1].usage == Usage(120, 0, 0, 0, 4) and session.messages[1].ts == "2026-01-13T16:56:03Z"
 
 
 def test_otel_span_without_content_is_a_request_with_its_usage(tmp_path: Path):

@@ -102,13 +102,13 @@ class _Reader:
 
     def messages(self, record: Node) -> list[Message]:
         """The canonical messages of one MessageRecord (a response and its tool results)."""
-        kind = record.str("type", required=True)
+        kind = record.str("type") or "untyped"
         ts = record.ts("timestamp")
         if kind == "user":
             text, extra = _parts(record.child("content"))
             return [Message("user", text, ts=ts, extra_tokens=extra)]
-        if kind != "gemini":
-            self.skipped[kind or "?"] = self.skipped.get(kind or "?", 0) + 1
+        if kind != "gemini":  # info, error, warning (shown to the user only), or a type this reader does not know
+            self.skipped[kind] = self.skipped.get(kind, 0) + 1
             return []
         text, extra = _parts(record.child("content"))
         thoughts = []
@@ -191,7 +191,8 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
     if rewinds:
         source.note(f"{rewinds} rewind(s): the messages after each rewind point were dropped, as Gemini CLI does")
     if reader.skipped:
-        source.note("skipped messages shown only to the user: " + ", ".join(
+        source.note("skipped messages not sent to the model (shown to the user only, or of a type this reader "
+                    "does not know): " + ", ".join(
             f"{n} {k}" for k, n in sorted(reader.skipped.items())))
     if builder.orphans:
         source.note(f"{builder.orphans} tool result(s) without their call kept as user messages")
