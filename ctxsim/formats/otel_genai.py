@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import IO, Any
 
+from ctxsim.formats import _key  # the key Conversation compares messages by
 from ctxsim.formats import (
     Conversation, FormatInfo, Node, Source, arguments_of, format_ts, frozen, head_text, register,
     sniff_json_head, split_model,
@@ -457,15 +458,15 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                 served = a.get("gen_ai.response.model") or a.get("gen_ai.request.model")
                 _, served_model = split_model(served if isinstance(served, str) else None)
                 request, system = reader.request(span)
-                if request is None:
-                    request = _so_far(conv) + _answer(conv, pending)
+                response = reader.response(span, served_model or model, usage)
+                if request is None:  # the conversation so far, then the tool results since
+                    _continue(conv, _answer(conv, pending), response)
                 else:
                     if system is None and request and request[0].role == "system":
                         system = request[0].content
                         request = request[1:]
+                    conv.exchange(request, response, system=system if system is not None else conv.system)
                 pending = []
-                response = reader.response(span, served_model or model, usage)
-                conv.exchange(request, response, system=system if system is not None else conv.system)
             for n, session in enumerate(conv.sessions()):
                 extra = dict(session.extra)
                 extra["trace_id"] = trace_id
@@ -502,12 +503,16 @@ def _tool_result(span: _Span) -> Message:
                    name=str(a.get("gen_ai.tool.name") or "") or None, is_error=error)
 
 
-def _so_far(conv: Conversation) -> list[Message]:
-    """The conversation as the last request saw it (with its response): what a call that logged no
-    input continues from."""
+def _continue(conv: Conversation, fresh: list[Message], response: Message) -> None:
+    """A call that logged no input: it sent the conversation so far and `fresh`; appended in place
+    (comparing the whole history again at every call would grow with the square of its length)."""
     if not conv.builders:
-        return []
-    return list(conv.builders[-1].messages)
+        conv.exchange(fresh, response, system=conv.system)
+        return
+    builder = conv.builders[-1]
+    for message in [*fresh, response]:
+        builder.add(message)
+        conv.keys.append(_key(message))
 
 
 def _answer(conv: Conversation, pending: list[Message]) -> list[Message]:
