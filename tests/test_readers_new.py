@@ -48,7 +48,8 @@ def test_gemini_usage_adds_tool_prompt_to_input_and_thoughts_to_output():
     # input 2,000 + tool-use prompt 10; output 20 + thoughts 40; cached 1,500 is a part of the input
     assert first.usage == Usage(2010, 1500, 0, 0, 60)
     assert first.usage.extra["reasoning_tokens"] == 40
-    assert first.thinking == "Running: run pytest"
+    # thought summaries are not sent back: kept beside the message, not as its thinking
+    assert first.thinking is None and first.extra["thought_summaries"] == "Running: run pytest"
     # the failed call's result follows it, as an error, with the call's own time
     tool = session.messages[2]
     assert (tool.role, tool.tool_call_id, tool.content, tool.is_error, tool.ts) == (

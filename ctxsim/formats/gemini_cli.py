@@ -10,7 +10,9 @@ Two shapes of the same `ConversationRecord`:
 What the reader maps: a `user` message is a user message (its content a string or Gemini
 `Part`s: text parts joined, inline images counted at Gemini's 258 tokens each); a `gemini`
 message is one model response: its `content` the text, `thoughts[]` (summaries: subject and
-description) the thinking, `toolCalls[]` the calls (`id`, `name`, `args`), and each call's
+description) kept as `thought_summaries` in the message's extra, not as thinking (Gemini CLI
+leaves thought parts out of the history it sends back, so a replay must not carry them),
+`toolCalls[]` the calls (`id`, `name`, `args`), and each call's
 `result` (`functionResponse.response.output` or `.error`) the tool result that follows it.
 `info`, `error` and `warning` messages are shown to the user only: skipped and counted.
 
@@ -133,9 +135,10 @@ class _Reader:
                                    is_error=status in ("error", "cancelled"), extra_tokens=more))
         tokens = record.obj("tokens")
         _, model = split_model(record.str("model"))
-        response = Message("assistant", text, ts=ts, thinking="\n".join(thoughts) if thoughts else None,
-                           tool_calls=tuple(calls), usage=_usage(tokens) if tokens is not None else None,
-                           model=model, extra_tokens=extra)
+        # the thought summaries are shown, not sent back: Gemini CLI keeps thought parts out of the history
+        response = Message("assistant", text, ts=ts, tool_calls=tuple(calls),
+                           usage=_usage(tokens) if tokens is not None else None, model=model, extra_tokens=extra,
+                           extra=frozen({"thought_summaries": "\n".join(thoughts)} if thoughts else None))
         return [response, *results]
 
 
