@@ -275,6 +275,29 @@ def test_roo_condense_summary_replaces_its_messages_in_a_new_session(tmp_path: P
     assert any("condense_context" in n for n in notes)
 
 
+def test_cline_model_from_ui_messages_and_per_response(tmp_path: Path):
+    """Newer Cline puts modelInfo on the ui messages; a task that switched models keeps each response's."""
+    folder = tmp_path / "task"
+    shutil.copytree(TINY / "cline", folder)
+    api = json.loads((folder / "api_conversation_history.json").read_text())
+    api[1].pop("modelInfo")
+    api[3]["modelInfo"] = {"modelId": "claude-haiku-4-5-20251001", "providerId": "anthropic", "mode": "act"}
+    (folder / "api_conversation_history.json").write_text(json.dumps(api))
+    session = read(folder)[0].sessions[0]
+    assert session.model == "claude-haiku-4-5-20251001"
+    assert [m.model for m in session.messages if m.role == "assistant"] == ["claude-haiku-4-5-20251001"] * 2
+    for m in api:
+        m.pop("modelInfo", None)
+    (folder / "api_conversation_history.json").write_text(json.dumps(api))
+    ui = json.loads((folder / "ui_messages.json").read_text())
+    ui[1]["modelInfo"] = {"modelId": "gpt-4.1", "providerId": "openai", "mode": "act"}
+    (folder / "ui_messages.json").write_text(json.dumps(ui))
+    trace, notes, _ = read(folder)
+    assert (trace.sessions[0].model, trace.sessions[0].provider) == ("gpt-4.1", "openai")
+    # OpenAI-style now: tokensIn 276 is below its 1,024 cache read, so the cache is added
+    assert any("below its cache counts" in n for n in notes)
+
+
 def test_cline_without_its_conversation_file_says_so(tmp_path: Path):
     folder = tmp_path / "task"
     folder.mkdir()

@@ -116,11 +116,14 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
     first_ts: str | None = None
     skipped: dict[str, int] = {}
     deleted_range: Any = None
+    ui_model: dict[str, Any] | None = None
     for entry in ui.items():
         if not entry.is_obj():
             raise entry.fail("must be a Cline message (an object with ts and type)")
         ts = entry.ts("ts")
         say = entry.get("say")
+        if isinstance(entry.get("modelInfo"), dict):  # newer Cline: {modelId, providerId, mode} on ui messages
+            ui_model = entry.get("modelInfo")
         if isinstance(entry.get("conversationHistoryDeletedRange"), list):
             deleted_range = entry.get("conversationHistoryDeletedRange")
         if say == "api_req_started":
@@ -144,7 +147,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
         if not m.is_obj():
             raise m.fail(f"must be a message (an object), got {kind_of(m.value)}")
         items.append((i, m))
-    model_id, provider_id = _model(items, metadata)
+    model_id, provider_id = _model(items, metadata, ui_model)
     provider, model = split_model(model_id)
     if provider_id:
         provider = {"anthropic": "anthropic", "bedrock": "anthropic", "vertex": "google" if model_id and
@@ -247,7 +250,10 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                                   usage.output_tokens, extra=frozen({**usage.extra, "cost_usd": format(cost, "f")}))
         node = items[k][1]
         end_ts = node.ts("ts") or (req.end_ts if req is not None else None)
-        answer = _assistant(node, end_ts, usage, model,
+        info = node.get("modelInfo")
+        own = split_model(info["modelId"])[1] if isinstance(info, dict) and isinstance(info.get("modelId"), str) \
+            else None
+        answer = _assistant(node, end_ts, usage, own or model,
                             {"cancel_reason": body.get("cancelReason")} if body.get("cancelReason") else None)
         converted[k] = [answer]
         builder.add(answer)
@@ -315,9 +321,10 @@ def _usage(body: dict[str, Any], exclusive_default: bool) -> tuple[Usage | None,
     return Usage(tokens_in, reads, writes, 0, out), "tokensIn includes the cache (OpenAI-style provider)"
 
 
-def _model(items: list[tuple[int, Node]], metadata: Node | None) -> tuple[str | None, str | None]:
-    for _, m in reversed(items):
-        info = m.get("modelInfo")
+def _model(items: list[tuple[int, Node]], metadata: Node | None, ui_model: dict[str, Any] | None
+           ) -> tuple[str | None, str | None]:
+    infos = [m.get("modelInfo") for _, m in reversed(items)] + [ui_model]
+    for info in infos:
         if isinstance(info, dict) and isinstance(info.get("modelId"), str):
             provider = info.get("providerId")
             return info["modelId"], provider if isinstance(provider, str) else None
