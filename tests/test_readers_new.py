@@ -386,6 +386,23 @@ def test_otel_older_indexed_prompt_and_completion_attributes(tmp_path: Path):
     assert session.messages[1].usage == Usage(120, 0, 0, 0, 4) and session.messages[1].ts == "2026-01-13T16:56:03Z"
 
 
+def test_otel_content_in_span_events_older_instrumentations(tmp_path: Path):
+    """Older instrumentations log content as span events (gen_ai.user.message, gen_ai.choice)."""
+    def kv(key: str, value: object) -> dict:
+        return {"key": key, "value": {"intValue": str(value)} if isinstance(value, int) else {"stringValue": value}}
+
+    span = {"traceId": "ef" * 16, "spanId": "01" * 8, "name": "chat gpt-4o",
+            "startTimeUnixNano": "1768323361000000000", "endTimeUnixNano": "1768323362000000000",
+            "attributes": [kv("gen_ai.operation.name", "chat"), kv("gen_ai.request.model", "gpt-4o"),
+                           kv("gen_ai.usage.input_tokens", 50), kv("gen_ai.usage.output_tokens", 3)],
+            "events": [{"name": "gen_ai.user.message", "attributes": [kv("content", "Hello?")]},
+                       {"name": "gen_ai.choice", "attributes": [kv("content", "Hi.")]}]}
+    path = tmp_path / "events.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
+    (session,) = read(path)[0].sessions
+    assert [(m.role, m.content) for m in session.messages] == [("user", "Hello?"), ("assistant", "Hi.")]
+
+
 def test_otel_span_without_content_is_a_request_with_its_usage(tmp_path: Path):
     doc = json.loads((FIXTURES / "otel-genai" / "tiny-otlp.json").read_text())
     for span in doc["resourceSpans"][0]["scopeSpans"][0]["spans"]:
