@@ -13,9 +13,7 @@ from ctxsim.cli import app, fail, guarded
 TracesArg = Annotated[list[str], typer.Argument(
     help="Trace files or directories (searched recursively); '-' reads stdin; .gz is fine.")]
 FormatOpt = Annotated[Optional[str], typer.Option("--format", help="Trace format for every input (default: detected per "
-                                                                   "file): claude-code, codex, openai-chat, "
-                                                                   "anthropic-messages, swe-agent, mini-swe-agent, "
-                                                                   "openhands, native.")]
+                                                                   "file): a name `ctxsim formats list` shows.")]
 SkipOpt = Annotated[bool, typer.Option("--skip-bad-lines", help="Skip malformed lines (and say how many) instead of "
                                                                  "stopping at them.")]
 TokenizerOpt = Annotated[str, typer.Option(help="Tokenizer for the composition counts.")]
