@@ -118,10 +118,10 @@ def unexpected(exc: BaseException, command: str | None, inputs: Sequence[str]) -
         where = f" at {name}:{last.lineno}"
     running = f"ctxsim {command}" if command else "ctxsim"
     on = f" on {', '.join(inputs)}" if inputs else ""
-    hint = "" if debugging() else \
-        f"; run it again as `ctxsim --debug {command or '...'} ...` (or CTXSIM_DEBUG=1) for the traceback"
+    hint = "the traceback above" if debugging() else \
+        f"the traceback that `ctxsim --debug {command or '...'} ...` (or CTXSIM_DEBUG=1) prints"
     typer.echo(f"ctxsim: error: internal error in {running}{on}: {type(exc).__name__}{where}. This is a bug: "
-               f"please report it with the traceback{hint}", err=True)
+               f"please report it, with {hint}", err=True)
 
 
 def fail(message: str) -> None:
