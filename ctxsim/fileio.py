@@ -69,7 +69,7 @@ class HashingReader:
 # ---------------------------------------------------------------- outputs
 T = TypeVar("T")
 
-_pending: list[str] = []  # outputs this command announced (checked) and has not written yet
+_pending: dict[str, str] = {}  # outputs this command announced (checked) and has not written: absolute -> as given
 
 FORCE_HINT = "--force"
 
@@ -80,17 +80,15 @@ def reset_pending() -> None:
 
 def pending() -> list[str]:
     """Outputs checked for this command and not written (yet): what an interruption leaves unwritten."""
-    return list(_pending)
+    return list(_pending.values())
 
 
 def _announce(path: str | Path) -> None:
-    if str(path) not in _pending:
-        _pending.append(str(path))
+    _pending.setdefault(os.path.abspath(path), str(path))
 
 
 def _written(path: str | Path) -> None:
-    if str(path) in _pending:
-        _pending.remove(str(path))
+    _pending.pop(os.path.abspath(path), None)
 
 
 def _kind(mode: int) -> str:

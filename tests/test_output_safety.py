@@ -369,6 +369,21 @@ def test_the_two_rename_swap_puts_the_old_folder_back_when_interrupted(tmp_path:
     assert (folder / "a").read_text(encoding="utf-8") == "new" and hidden_siblings(folder) == []
 
 
+def test_pending_names_the_outputs_not_written_yet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from ctxsim.fileio import atomic_write, check_folder, check_output, pending, reset_pending
+
+    monkeypatch.chdir(tmp_path)
+    reset_pending()
+    check_output("a.json")
+    check_folder("b/")
+    assert pending() == ["a.json", "b/"]  # as the user wrote them
+    with atomic_write(tmp_path / "a.json") as out:
+        out.write("{}")
+    assert pending() == ["b/"]  # the same file, however it is spelled
+    replace_folder(Path("b"), lambda into: None)
+    assert pending() == []
+
+
 # ---------------------------------------------------------------- interrupted for real (subprocesses)
 PAUSING_CHILD = textwrap.dedent("""
     import os, sys, time
@@ -504,8 +519,10 @@ def test_an_interrupted_or_killed_compare_leaves_no_worker_and_no_temporary_file
     temp = tmp_path / "tmp"
     temp.mkdir()
     env = {**os.environ, "TMPDIR": str(temp), "WORKER_MARK": str(tmp_path / "worker-started")}
+    out = tmp_path / "out.json"
     proc = subprocess.Popen([sys.executable, "-c", WORKER_CHILD, "compare", str(trace), "--policies", "clear",
-                             "-j", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                             "-j", "2", "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
     worker = 0
     try:
         assert proc.stdout is not None and proc.stderr is not None
@@ -517,7 +534,8 @@ def test_an_interrupted_or_killed_compare_leaves_no_worker_and_no_temporary_file
         gone = _wait_gone(worker)
         if sig == signal.SIGINT:
             err = proc.stderr.read()
-            assert proc.returncode == 130 and err.strip().splitlines() == ["ctxsim: interrupted (SIGINT)"], err
+            assert proc.returncode == 130, err
+            assert err.strip().splitlines() == [f"ctxsim: interrupted (SIGINT); did not write {out} (left as it was)"]
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -527,7 +545,7 @@ def test_an_interrupted_or_killed_compare_leaves_no_worker_and_no_temporary_file
         proc.stdout.close()
         proc.stderr.close()
     assert gone, "the worker outlived its parent"
-    assert list(temp.iterdir()) == []
+    assert list(temp.iterdir()) == [] and not out.exists()
 
 
 # ---------------------------------------------------------------- the last resort
