@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -33,7 +32,10 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print totals as JSON for 
 JobsOpt = Annotated[Optional[int], typer.Option(
     "--jobs", "-j", help="Processes for counting and the runs, this one included (1: this one alone); default: one "
                          "per core when the trace is big.")]
-OutputOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="Where to write the results.")]
+OutputOpt = Annotated[Optional[str], typer.Option("-o", "--output", help="Where to write the results.")]
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="Write the output even where it would replace an input, a symlink's target, a device or FIFO "
+                    "(written into), or a folder holding files ctxsim did not write.")]
 
 
 def options(provider: str | None, model: str | None, tokenizer: str | None, cache: str | None,
@@ -58,6 +60,19 @@ def options(provider: str | None, model: str | None, tokenizer: str | None, cach
     return Options(provider=provider, model=model, tokenizer=tokenizer, cache=cache, cache_ttl=cache_ttl,
                    window=window, reserve=reserve, framing=frame, calibrate=calibrate, skip_bad_lines=skip_bad_lines,
                    jobs=jobs)
+
+
+def spec_files(specs: list[str] | None) -> list[str]:
+    """The policy files among policy specs (FILE.toml[#name], FILE.json): inputs an output must not replace."""
+    import os
+
+    found = []
+    for spec in specs or ():
+        for part in spec.split("+"):
+            path = part.split("#", 1)[0]
+            if path.endswith((".toml", ".json")) and os.path.isfile(path):
+                found.append(path)
+    return found
 
 
 def totals_json(result) -> dict:  # type: ignore[no-untyped-def]

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from ctxsim.cli import app, default_trace, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt,
-    ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, totals_json,
+    CacheOpt, CacheTtlOpt, CalibrateOpt, ForceOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt,
+    ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, spec_files, totals_json,
 )
 from ctxsim.errors import CtxsimError
 
@@ -42,6 +43,7 @@ def compare(
     jobs: JobsOpt = None,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
 ) -> None:
     """Replay one trace under several policies and compare cost, cache and context side by side."""
     from ctxsim.api import replay_trace
@@ -57,11 +59,13 @@ def compare(
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, jobs)
     provider_list = [p.strip() for p in providers.split(",") if p.strip()] if providers else []
-    result = replay_trace(trace or default_trace(), specs, fmt=fmt, options=opts, providers=provider_list,
-                           show_progress=True)
+    source = trace or default_trace()
+    if output is not None:  # refused before the work, not after it
+        _check(output, [source, *spec_files(specs)], force)
+    result = replay_trace(source, specs, fmt=fmt, options=opts, providers=provider_list, show_progress=True)
     written: list[str] = []
     if output is not None:
-        written = [str(p) for p in _write(result, output)]
+        written = [str(p) for p in _write(result, Path(output), force)]
     if as_json:
         typer.echo(json.dumps(totals_json(result), indent=1, sort_keys=True))
     else:
@@ -87,16 +91,26 @@ def compare(
         typer.echo(f"wrote {path}", err=True)
 
 
-def _write(result, folder):  # type: ignore[no-untyped-def]
-    """`-o FILE.json`: the run artefact alone; `-o DIR`: run.json and the whole report bundle."""
+def _check(output: str, inputs: list[str], force: bool) -> None:
+    from ctxsim.fileio import check_folder, check_output, output_path
+
+    path = output_path(output)
+    if path.suffix.lower() == ".json":
+        check_output(output, inputs, force)
+    elif path.exists() and not path.is_dir():
+        raise CtxsimError(f"{output}: exists and is not a folder (compare -o writes the report bundle into a "
+                          f"folder, or the run alone to FILE.json)")
+    else:
+        from ctxsim.reports import bundle_entry
+
+        check_folder(output, inputs, force, bundle_entry)
+
+
+def _write(result, folder: Path, force: bool):  # type: ignore[no-untyped-def]
+    """`-o FILE.json`: the run artefact alone; `-o DIR`: run.json and the whole report bundle, swapped in whole."""
     if folder.suffix.lower() == ".json":
-        result.save(folder)
+        result.save(folder, force)
         return [folder]
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
-        from ctxsim.reports import write_bundle
-    except ImportError:
-        path = folder / "run.json"
-        result.save(path)
-        return [path]
-    return write_bundle(result, folder)
+    from ctxsim.reports import write_bundle
+
+    return write_bundle(result, folder, force)

@@ -10,8 +10,8 @@ import typer
 
 from ctxsim.cli import app, default_trace, fail, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt,
-    ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, totals_json,
+    CacheOpt, CacheTtlOpt, CalibrateOpt, ForceOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt,
+    ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, spec_files, totals_json,
 )
 
 
@@ -37,6 +37,7 @@ def replay(
     jobs: JobsOpt = None,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
 ) -> None:
     """Replay a trace request by request under one or more policies and meter every request."""
     from ctxsim.api import replay_trace
@@ -46,9 +47,14 @@ def replay(
         fail("--every must be positive")
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, jobs)
-    result = replay_trace(trace or default_trace(), policy or ["none"], fmt=fmt, options=opts, show_progress=True)
+    source = trace or default_trace()
+    if output is not None:  # refused before the work, not after it
+        from ctxsim.fileio import check_output
+
+        check_output(output, [source, *spec_files(policy)], force)
+    result = replay_trace(source, policy or ["none"], fmt=fmt, options=opts, show_progress=True)
     if output is not None:
-        result.save(output)
+        result.save(output, force)
     if as_json:
         typer.echo(json.dumps(totals_json(result), indent=1, sort_keys=True))
     else:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from ctxsim.cli import app, fail, guarded
+from ctxsim.commands._options import ForceOpt
 
 
 @app.command()
@@ -21,12 +21,17 @@ def synth(
     output_scale: Annotated[Optional[float], typer.Option(help="coding: scale tool output sizes.")] = None,
     aside_rate: Annotated[Optional[float], typer.Option(help="coding: chance per turn of a user aside.")] = None,
     pause_rate: Annotated[Optional[float], typer.Option(help="coding: chance per turn of a 6-50 minute pause.")] = None,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write here (default: stdout).")] = None,
+    output: Annotated[Optional[str], typer.Option("-o", "--output", help="Write here (default: stdout).")] = None,
+    force: ForceOpt = False,
 ) -> None:
     """Write a synthetic session in the native format."""
     from ctxsim.formats import native
     from ctxsim.synth import synthesize
 
+    if output is not None:
+        from ctxsim.fileio import check_output
+
+        check_output(output, [], force)
     options: dict[str, object] = {}
     if tool_mix:
         mix: dict[str, float] = {}
@@ -48,7 +53,7 @@ def synth(
         return
     from ctxsim.fileio import atomic_write
 
-    with atomic_write(output) as out:
+    with atomic_write(output, force=force) as out:
         native.write(trace, out)  # type: ignore[arg-type]
     typer.echo(f"wrote {output}: {sum(len(s.messages) for s in trace.sessions):,} messages", err=True)
 
