@@ -160,10 +160,37 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise Terminated()
 
 
+def _click_error(name: str) -> type[Exception]:
+    """The command-line parser's exception class `name` (typer may vendor click, so not `import click`)."""
+    return next(c for c in typer.BadParameter.__mro__ if c.__name__ == name)
+
+
+def _run_app(args: list[str]) -> int:
+    """Parse and run; a usage error is one line like every other error, with where to find help."""
+    usage_error, click_exception = _click_error("UsageError"), _click_error("ClickException")
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=args, prog_name="ctxsim", standalone_mode=False)
+    except usage_error as exc:
+        context = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and context is not None:  # `ctxsim` alone: the help
+            typer.echo(context.get_help())
+            return 0
+        where = context.command_path if context is not None else "ctxsim"
+        typer.echo(f"ctxsim: error: {exc.format_message()} (see '{where} --help')", err=True)
+        return 2
+    except click_exception as exc:
+        typer.echo(f"ctxsim: error: {exc.format_message()}", err=True)
+        return int(getattr(exc, "exit_code", 1))
+    except typer.Abort:
+        raise KeyboardInterrupt from None
+    return code if isinstance(code, int) else 0
+
+
 def main() -> None:
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        app()
+        sys.exit(_run_app(sys.argv[1:]))
     except CtxsimError as exc:
         typer.echo(f"ctxsim: error: {exc}", err=True)
         sys.exit(2)

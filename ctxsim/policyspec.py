@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxsim.errors import CtxsimError, ParameterError
+from ctxsim.errors import CtxsimError, ParameterError, did_you_mean
 from ctxsim.params import split_spec
 from ctxsim.policies import Policy, make_policy, parse_policy, policies
 from ctxsim.policies.pipeline import pipeline_of
@@ -168,7 +168,8 @@ def _toml_entry(name: str, entry: Any, path: Path) -> Choice:
     if "preset" in entry:
         preset = presets().get(entry["preset"])
         if preset is None:
-            raise CtxsimError(f"{where}: unknown preset {entry['preset']!r}")
+            raise CtxsimError(f"{where}: unknown preset {entry['preset']!r}"
+                              f"{did_you_mean(str(entry['preset']), presets())}")
         values = {k: str(v) for k, v in entry.items() if k != "preset"}
         return dataclasses.replace(_preset_choice(name, preset, values), label=name)
     if "policy" not in entry:
@@ -205,7 +206,8 @@ def _choice(spec: str) -> Choice:
     if name in table and name not in policies():
         return _preset_choice(spec, table[name], values)
     if name not in policies():
-        raise ParameterError(f"unknown policy or preset {name!r}; policies: {', '.join(policies())}; "
+        raise ParameterError(f"unknown policy or preset {name!r}{did_you_mean(name, [*policies(), *table])}; "
+                             f"policies: {', '.join(policies())}; "
                              f"presets: {', '.join(table)}")
     return Choice(spec, parse_policy(spec))
 

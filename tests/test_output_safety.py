@@ -585,7 +585,7 @@ def test_an_eof_error_is_not_abort_exit_1(trace: Path, monkeypatch: pytest.Monke
 
 
 def test_main_catches_what_escapes_every_command():
-    child = "import ctxsim.cli as cli\ndef boom():\n    raise ZeroDivisionError\ncli.app = boom\ncli.main()\n"
+    child = "import ctxsim.cli as cli\ndef boom(args):\n    raise ZeroDivisionError\ncli._run_app = boom\ncli.main()\n"
     done = subprocess.run([sys.executable, "-c", child, "replay"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()

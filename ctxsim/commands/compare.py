@@ -24,9 +24,10 @@ DEFAULT_POLICIES = ("none,clear,compact,clear+compact,truncate,tiered,mask,recen
 @guarded
 def compare(
     trace: TraceArg = None,
-    policies: Annotated[str, typer.Option(
-        help="Comma-separated policy specs, presets, A+B pipelines or policy files; `none` is always added "
-             "as the baseline.")] = DEFAULT_POLICIES,
+    policies: Annotated[Optional[list[str]], typer.Option(
+        "--policies", "--policy", "-p",
+        help="Comma-separated policy specs, presets, A+B pipelines or policy files, repeatable; `none` is always "
+             f"added as the baseline. Default: {DEFAULT_POLICIES}.", show_default=False)] = None,
     providers: Annotated[Optional[str], typer.Option(
         help="Comma-separated providers (PROVIDER or PROVIDER:MODEL) to price every policy under.")] = None,
     provider: ProviderOpt = None,
@@ -51,9 +52,10 @@ def compare(
     from ctxsim.render.compare import compare_table
     from ctxsim.render.terminal import plain, rich_table
 
-    specs = split_list(policies)
+    given = [DEFAULT_POLICIES] if policies is None else policies
+    specs = [spec for text in given for spec in split_list(text)]
     if not specs:
-        raise CtxsimError(f"--policies {policies!r} names no policy to compare (e.g. --policies clear,compact)")
+        raise CtxsimError(f"--policies {','.join(given)!r} names no policy to compare (e.g. --policies clear,compact)")
     if not any(s.split(":", 1)[0] == "none" for s in specs):
         specs.insert(0, "none")
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,

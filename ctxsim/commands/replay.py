@@ -21,7 +21,7 @@ def replay(
     trace: TraceArg = None,
     policy: Annotated[Optional[list[str]], typer.Option(
         "--policy", "-p", help="NAME[:k=v,...], a preset, A+B (pipeline), FILE.toml[#name] or an Anthropic "
-        "context_management FILE.json; repeat to replay several.")] = None,
+        "context_management FILE.json; repeat, or separate with commas, to replay several.")] = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     tokenizer: TokenizerOpt = None,
@@ -47,12 +47,17 @@ def replay(
         fail("--every must be positive")
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, jobs)
+    from ctxsim.policyspec import split_list
+
+    specs = [spec for text in policy or ["none"] for spec in split_list(text)]
+    if not specs:
+        fail(f"--policy {','.join(policy or [])!r} names no policy to replay (e.g. --policy clear)")
     source = trace or default_trace()
     if output is not None:  # refused before the work, not after it
         from ctxsim.fileio import check_output
 
-        check_output(output, [source, *spec_files(policy)], force)
-    result = replay_trace(source, policy or ["none"], fmt=fmt, options=opts, show_progress=True)
+        check_output(output, [source, *spec_files(specs)], force)
+    result = replay_trace(source, specs, fmt=fmt, options=opts, show_progress=True)
     if output is not None:
         result.save(output, force)
     if as_json:

@@ -39,7 +39,7 @@ from typing import IO, Any
 
 from ctxsim.collector import gc_paused
 from ctxsim.registry import Registry
-from ctxsim.errors import CtxsimError, TraceError
+from ctxsim.errors import CtxsimError, TraceError, did_you_mean
 from ctxsim.model import Event, Message, Session, ToolCall, Trace, Usage, format_ts, parse_ts
 
 
@@ -122,7 +122,7 @@ def read_traces(paths: Iterable[str], fmt: str | None = None, skip_bad_lines: bo
         raise CtxsimError("no trace given")
     table = formats()
     if fmt is not None and fmt not in table:
-        raise CtxsimError(f"unknown format {fmt!r}; known: {', '.join(table)}")
+        raise CtxsimError(f"unknown format {fmt!r}{did_you_mean(fmt, table)}; known: {', '.join(table)}")
     files: list[tuple[str, bytes | None]] = []  # (path, whole content for stdin)
     for path in paths:
         if path == "-":

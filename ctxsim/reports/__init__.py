@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxsim.registry import Registry
-from ctxsim.errors import CtxsimError
+from ctxsim.errors import CtxsimError, did_you_mean
 from ctxsim.fileio import atomic_write, replace_folder
 from ctxsim.run import RunResult
 
@@ -83,7 +83,7 @@ def charts() -> dict[str, ReportInfo]:
 def for_format(fmt: str) -> ReportInfo:
     """The single-file report of a non-chart format (md -> markdown, csv -> csv ...)."""
     if fmt not in FORMATS:
-        raise CtxsimError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+        raise CtxsimError(f"unknown format {fmt!r}{did_you_mean(fmt, FORMATS)}; known: {', '.join(FORMATS)}")
     for info in reports().values():
         if not info.chart and fmt in info.formats:
             return info
