@@ -43,6 +43,7 @@ def compare(
     fmt: FormatOpt = None,
     jobs: JobsOpt = None,
     as_json: JsonOpt = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Every column, however wide the terminal.")] = False,
     output: OutputOpt = None,
     force: ForceOpt = False,
 ) -> None:
@@ -73,19 +74,30 @@ def compare(
     else:
         from ctxsim.render.terminal import head_lines
 
+        from ctxsim.render.compare import fit
+
         table = compare_table(result)
         for line in head_lines(result):
             typer.echo(line)
+        left_out: list[str] = []
         if sys.stdout.isatty():
             from rich.console import Console
 
-            needed = len(plain(table).splitlines()[0]) + 3 * len(table.headers) + 4
-            Console(width=max(needed, Console().width)).print(rich_table(table))
+            console = Console()
+            if not wide:
+                table, left_out = fit(table, console.width - 4, border=3)
+            console.print(rich_table(table))
         else:
+            if not wide:
+                import shutil
+
+                table, left_out = fit(table, shutil.get_terminal_size((80, 24)).columns)
             typer.echo(table.title)
             typer.echo(plain(table))
         from ctxsim.render.terminal import column_names
 
+        if left_out:
+            typer.echo(f"note: {len(left_out)} more column(s) with --wide or --json: {', '.join(left_out)}")
         for line in column_names(result)[1]:
             typer.echo(f"note: {line}")
         typer.echo(f"note: {result.manifest['assumption']}")
