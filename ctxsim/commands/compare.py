@@ -14,6 +14,7 @@ from ctxsim.commands._options import (
     CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt,
     ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, totals_json,
 )
+from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 from ctxsim.errors import CtxsimError
 
 DEFAULT_POLICIES = ("none,clear,compact,clear+compact,truncate,tiered,mask,recent,zones,scored,hierarchical,"
@@ -43,6 +44,9 @@ def compare(
     jobs: JobsOpt = None,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    max_line_bytes: MaxLineBytesOpt = None,
+    max_input_bytes: MaxInputBytesOpt = None,
+    max_messages: MaxMessagesOpt = None,
 ) -> None:
     """Replay one trace under several policies and compare cost, cache and context side by side."""
     from ctxsim.api import replay_trace
@@ -58,6 +62,7 @@ def compare(
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, jobs)
     provider_list = [p.strip() for p in providers.split(",") if p.strip()] if providers else []
+    set_limits(max_line_bytes, max_input_bytes, max_messages)
     result = replay_trace(trace or default_trace(), specs, fmt=fmt, options=opts, providers=provider_list,
                            show_progress=True)
     written: list[str] = []

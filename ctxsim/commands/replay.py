@@ -13,6 +13,7 @@ from ctxsim.commands._options import (
     CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt,
     ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, totals_json,
 )
+from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 
 
 @app.command()
@@ -37,6 +38,9 @@ def replay(
     jobs: JobsOpt = None,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    max_line_bytes: MaxLineBytesOpt = None,
+    max_input_bytes: MaxInputBytesOpt = None,
+    max_messages: MaxMessagesOpt = None,
 ) -> None:
     """Replay a trace request by request under one or more policies and meter every request."""
     from ctxsim.api import replay_trace
@@ -46,6 +50,7 @@ def replay(
         fail("--every must be positive")
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, jobs)
+    set_limits(max_line_bytes, max_input_bytes, max_messages)
     result = replay_trace(trace or default_trace(), policy or ["none"], fmt=fmt, options=opts, show_progress=True)
     if output is not None:
         result.save(output)
