@@ -75,6 +75,17 @@ def _os_error(path: str, exc: OSError) -> CtxsimError:
     return CtxsimError(f"{path}: cannot read it ({exc.strerror or exc})")
 
 
+def check_regular_file(path: str) -> None:
+    """A one-line error unless `path` is a regular file (or a directory, said as such): for
+    readers that open a path themselves (run.json), so that a FIFO is refused, not waited on."""
+    try:
+        _refuse_special(path, os.stat(path).st_mode)
+    except OSError as exc:
+        raise _os_error(path, exc) from None
+    except ValueError:  # a NUL byte in the path
+        raise CtxsimError(f"{path!r}: not a valid file name") from None
+
+
 def open_input(path: str, limits: Limits | None = None) -> BinaryIO:
     """A binary stream for a path, `-` (stdin) or a gzip file (by magic bytes).
 

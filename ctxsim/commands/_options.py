@@ -81,9 +81,9 @@ def set_limits(max_line_bytes: str | None, max_input_bytes: str | None, max_mess
     """Apply `--max-line-bytes`, `--max-input-bytes`, `--max-messages` to every read of this command."""
     from dataclasses import replace
 
-    from ctxsim.fileio import input_limits, set_input_limits
+    from ctxsim.fileio import Limits, set_input_limits
 
-    limits = input_limits()
+    limits = Limits()  # this command's own: nothing carries over from an earlier one in this process
     if max_line_bytes is not None:
         limits = replace(limits, max_line_bytes=_size("--max-line-bytes", max_line_bytes))
     if max_input_bytes is not None:
