@@ -139,7 +139,7 @@ def mutations(fmt: str) -> dict[str, tuple[int, Callable[[], bytes], list[str]]]
         "int-5000-digits": (2, lambda: inject(text, '"big": ' + "9" * 5000).encode(), []),
         "nan-unknown-field": (0, lambda: inject(text, '"x": NaN').encode(), []),
         "broken-gzip-past-64k": (2, lambda: gzipped_padded(text, fmt)[:-4000], []),
-        "gzip-crc": (2, lambda: (lambda d: d[:-8] + b"\0" * 8)(gzipped_padded(text, fmt)), []),
+        "gzip-crc": (2, lambda: gzipped_padded(text, fmt)[:-8] + b"\0" * 8, []),
         "over-max-input-bytes": (2, lambda: text.encode(), ["--max-input-bytes", "100"]),
         "gzip-over-max-input-bytes": (2, lambda: gzipped_padded(text, fmt), ["--max-input-bytes", "64K"]),
         "over-max-messages": (2, lambda: text.encode(), ["--max-messages", "1"]),
@@ -423,14 +423,28 @@ RUN_ARTEFACTS: dict[str, Callable[[Path], str]] = {
 }
 
 
+def _report(make_input: Callable[[Path], str]) -> Callable[[Path], Setup]:
+    def make(folder: Path) -> Setup:
+        path = make_input(folder)
+        return Setup(["report", path], path)
+
+    return make
+
+
+def _diff(make_input: Callable[[Path], str]) -> Callable[[Path], Setup]:
+    def make(folder: Path) -> Setup:
+        path = make_input(folder)
+        return Setup(["diff", path, _run_json(folder)], path)
+
+    return make
+
+
 def artefact_cases() -> list[Case]:
     out = []
     for bad, make_input in RUN_ARTEFACTS.items():
-        out.append(Case(f"report/{bad}", 2, lambda folder, m=make_input: (lambda p: Setup(["report", p], p))(
-            m(folder))))
-        out.append(Case(f"diff/{bad}", 2, lambda folder, m=make_input: (lambda p: Setup(
-            ["diff", p, _run_json(folder)], p))(m(folder))))
-    out.append(Case("report/valid", 0, lambda folder: (lambda p: Setup(["report", p], p))(_run_json(folder))))
+        out.append(Case(f"report/{bad}", 2, _report(make_input)))
+        out.append(Case(f"diff/{bad}", 2, _diff(make_input)))
+    out.append(Case("report/valid", 0, _report(_run_json)))
     return out
 
 
@@ -462,9 +476,13 @@ def policy_cases() -> list[Case]:
             return Setup(["replay", trace, "--policy", path], path)
 
         out.append(Case(f"policy-file/{bad}", expect, make))
-    out.append(Case("policy-file/fifo", 2, lambda folder: (lambda p: Setup(
-        ["replay", _text("ok.jsonl", base_text("native").encode())(folder), "--policy", p], p))(
-        (lambda f: (os.mkfifo(f), f)[1])(str(folder / "p.toml")))))
+    def fifo_policy(folder: Path) -> Setup:
+        path = folder / "p.toml"
+        os.mkfifo(path)
+        return Setup(["replay", _text("ok.jsonl", base_text("native").encode())(folder), "--policy", str(path)],
+                     str(path))
+
+    out.append(Case("policy-file/fifo", 2, fifo_policy))
     return out
 
 
