@@ -36,6 +36,12 @@ OutputOpt = Annotated[Optional[str], typer.Option("-o", "--output", help="Where 
 ForceOpt = Annotated[bool, typer.Option(
     "--force", help="Write the output even where it would replace an input, a symlink's target, a device or FIFO "
                     "(written into), or a folder holding files ctxsim did not write.")]
+MaxLineBytesOpt = Annotated[Optional[str], typer.Option(
+    "--max-line-bytes", help="Refuse a JSONL line longer than this (bytes; K, M, G suffixes: 1024s). Default 64M.")]
+MaxInputBytesOpt = Annotated[Optional[str], typer.Option(
+    "--max-input-bytes", help="Refuse an input bigger than this once decompressed (bytes; K, M, G). Default 1G.")]
+MaxMessagesOpt = Annotated[Optional[int], typer.Option(
+    "--max-messages", help="Refuse a trace of more messages than this, every input together. Default 10,000,000.")]
 
 
 def options(provider: str | None, model: str | None, tokenizer: str | None, cache: str | None,
@@ -81,3 +87,33 @@ def totals_json(result) -> dict:  # type: ignore[no-untyped-def]
     return {"manifest": result.manifest,
             "runs": [{"policy": r.policy, "totals": r.totals.to_json()} for r in result.runs],
             "recorded": recorded_json(result)}
+
+
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _size(option: str, text: str) -> int:
+    value = text.strip().upper().removesuffix("IB").removesuffix("B")
+    unit = value[-1:] if value[-1:] in _SIZE_UNITS else ""
+    number = value[: len(value) - len(unit)].replace("_", "").replace(",", "")
+    if not number.isdigit() or int(number) <= 0:
+        fail(f"{option} must be a positive number of bytes (e.g. 1000000, 64M, 2G), got {text!r}")
+    return int(number) * _SIZE_UNITS[unit]
+
+
+def set_limits(max_line_bytes: str | None, max_input_bytes: str | None, max_messages: int | None) -> None:
+    """Apply `--max-line-bytes`, `--max-input-bytes`, `--max-messages` to every read of this command."""
+    from dataclasses import replace
+
+    from ctxsim.fileio import Limits, set_input_limits
+
+    limits = Limits()  # this command's own: nothing carries over from an earlier one in this process
+    if max_line_bytes is not None:
+        limits = replace(limits, max_line_bytes=_size("--max-line-bytes", max_line_bytes))
+    if max_input_bytes is not None:
+        limits = replace(limits, max_input_bytes=_size("--max-input-bytes", max_input_bytes))
+    if max_messages is not None:
+        if max_messages <= 0:
+            fail(f"--max-messages must be positive, got {max_messages}")
+        limits = replace(limits, max_messages=max_messages)
+    set_input_limits(limits)

@@ -14,6 +14,7 @@ from ctxsim.commands._options import (
     CacheOpt, CacheTtlOpt, CalibrateOpt, ForceOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt,
     ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, spec_files, totals_json,
 )
+from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 from ctxsim.errors import CtxsimError
 
 DEFAULT_POLICIES = ("none,clear,compact,clear+compact,truncate,tiered,mask,recent,zones,scored,hierarchical,"
@@ -46,6 +47,9 @@ def compare(
     wide: Annotated[bool, typer.Option("--wide", help="Every column, however wide the terminal.")] = False,
     output: OutputOpt = None,
     force: ForceOpt = False,
+    max_line_bytes: MaxLineBytesOpt = None,
+    max_input_bytes: MaxInputBytesOpt = None,
+    max_messages: MaxMessagesOpt = None,
 ) -> None:
     """Replay one trace under several policies and compare cost, cache and context side by side."""
     from ctxsim.api import replay_trace
@@ -62,6 +66,7 @@ def compare(
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, jobs)
     provider_list = [p.strip() for p in providers.split(",") if p.strip()] if providers else []
+    set_limits(max_line_bytes, max_input_bytes, max_messages)
     source = trace or default_trace()
     if output is not None:  # refused before the work, not after it
         _check(output, [source, *spec_files(specs)], force)

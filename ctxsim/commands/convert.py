@@ -8,6 +8,7 @@ import typer
 
 from ctxsim.cli import app, fail, guarded
 from ctxsim.commands._options import ForceOpt
+from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 from ctxsim.commands.inspect import FormatOpt, SkipOpt, TracesArg, read_inputs
 
 
@@ -20,6 +21,9 @@ def convert_command(
     fmt: FormatOpt = None,
     skip_bad_lines: SkipOpt = False,
     force: ForceOpt = False,
+    max_line_bytes: MaxLineBytesOpt = None,
+    max_input_bytes: MaxInputBytesOpt = None,
+    max_messages: MaxMessagesOpt = None,
 ) -> None:
     """Convert traces to ctxsim's native JSONL; replaying the result equals replaying the original."""
     import sys
@@ -30,6 +34,7 @@ def convert_command(
     if output is None:
         fail("missing -o OUT.jsonl (or -o - for stdout)")
         return
+    set_limits(max_line_bytes, max_input_bytes, max_messages)
     if output != "-":  # refused before reading, not after
         check_output(output, traces, force)
     trace, report = read_inputs(traces, fmt, skip_bad_lines)

@@ -13,6 +13,7 @@ from ctxsim.commands._options import (
     CacheOpt, CacheTtlOpt, CalibrateOpt, ForceOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt,
     ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, spec_files, totals_json,
 )
+from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 
 
 @app.command()
@@ -38,6 +39,9 @@ def replay(
     as_json: JsonOpt = False,
     output: OutputOpt = None,
     force: ForceOpt = False,
+    max_line_bytes: MaxLineBytesOpt = None,
+    max_input_bytes: MaxInputBytesOpt = None,
+    max_messages: MaxMessagesOpt = None,
 ) -> None:
     """Replay a trace request by request under one or more policies and meter every request."""
     from ctxsim.api import replay_trace
@@ -52,6 +56,7 @@ def replay(
     specs = [spec for text in policy or ["none"] for spec in split_list(text)]
     if not specs:
         fail(f"--policy {','.join(policy or [])!r} names no policy to replay (e.g. --policy clear)")
+    set_limits(max_line_bytes, max_input_bytes, max_messages)
     source = trace or default_trace()
     if output is not None:  # refused before the work, not after it
         from ctxsim.fileio import check_output
