@@ -12,7 +12,7 @@ from rich.console import Console
 from ctxsim.cli import app, default_trace, guarded
 from ctxsim.commands._options import (
     CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt,
-    ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, totals_json,
+    ReserveOpt, SkipBadOpt, TokenizerOpt, WindowOpt, options, totals_json,
 )
 from ctxsim.errors import CtxsimError
 
@@ -23,7 +23,10 @@ DEFAULT_POLICIES = ("none,clear,compact,clear+compact,truncate,tiered,mask,recen
 @app.command()
 @guarded
 def compare(
-    trace: TraceArg = None,
+    traces: Annotated[Optional[list[str]], typer.Argument(
+        help="Trace file or folder, any supported format; several traces (files, folders of several, globs): "
+             "a corpus compare, one row per policy across them (as `ctxsim sweep`). Default: the shipped sample "
+             "trace.")] = None,
     policies: Annotated[str, typer.Option(
         help="Comma-separated policy specs, presets, A+B pipelines or policy files; `none` is always added "
              "as the baseline.")] = DEFAULT_POLICIES,
@@ -57,6 +60,15 @@ def compare(
         specs.insert(0, "none")
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, jobs)
+    from ctxsim.sweep import is_corpus
+
+    if traces and is_corpus(traces, fmt):  # several traces: the sweep engine, the policies as written
+        from ctxsim.commands.sweep import corpus_compare
+
+        if providers:
+            raise CtxsimError("--providers takes one trace; for several, run one compare per provider")
+        return corpus_compare(traces, specs, opts, fmt, output, as_json)
+    trace = traces[0] if traces else None
     provider_list = [p.strip() for p in providers.split(",") if p.strip()] if providers else []
     result = replay_trace(trace or default_trace(), specs, fmt=fmt, options=opts, providers=provider_list,
                            show_progress=True)
