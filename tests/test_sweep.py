@@ -141,7 +141,7 @@ def test_output_dataset_manifest_and_resume(corpus: Path, tmp_path: Path):
             "--per-session", "-o", str(out_dir)]
     first, _ = _sweep(*args)
     files = sorted((out_dir / "cells").rglob("*.parquet"))
-    assert len(files) == 4 * len(EXPLICIT)  # 4 trace files x 6 cells, one file each
+    assert len(files) == 4  # one per trace file: its 6 cells' rows
     manifest = json.loads((out_dir / "manifest.json").read_text())
     assert [i["path"] for i in manifest["inputs"]] == sorted(str(p) for p in corpus.rglob("*.jsonl"))
     assert all(i["digest"].startswith("sha256:") for i in manifest["inputs"])
@@ -160,17 +160,21 @@ def test_output_dataset_manifest_and_resume(corpus: Path, tmp_path: Path):
     stamps = {p: p.stat().st_mtime_ns for p in files}
     # a second run: every cell skipped, identical output, no cell file rewritten
     again, err = _sweep(*args)
-    assert f"{len(files)} cell(s) already in {out_dir}: skipped" in err
+    assert f"{4 * len(EXPLICIT)} cell(s) already in {out_dir}: skipped" in err
     assert again == first and _tree(out_dir) == before
     assert all(p.stat().st_mtime_ns == stamps[p] for p in files)
-    # a half-done output (a crash): some cells missing, one file cut short; completed to the same bytes
-    for p in files[::3]:
-        p.unlink()
+    # a half-done output (a crash): a trace's file missing, another cut short; completed to the same bytes
+    files[0].unlink()
     files[1].write_bytes(files[1].read_bytes()[:100])
     again, err = _sweep(*args)
-    missing = len(files[::3]) + 1
-    assert f"{len(files) - missing} cell(s) already in {out_dir}: skipped" in err
+    assert f"{2 * len(EXPLICIT)} cell(s) already in {out_dir}: skipped" in err
     assert again == first and _tree(out_dir) == before
+    # a policy added later: only its cells run, in a file of their own; the others are read back
+    more, err = _sweep(*args[:2], POLICIES + ",mask", *args[3:])
+    assert f"{4 * len(EXPLICIT)} cell(s) already in {out_dir}: skipped" in err
+    assert len(list((out_dir / "cells").rglob("*.parquet"))) == 8
+    fresh, _ = _sweep(*args[:2], POLICIES + ",mask", *args[3:-1], str(tmp_path / "fresh"))
+    assert more == fresh
 
 
 def _csv(path: Path) -> list[dict[str, str]]:
@@ -212,7 +216,7 @@ def test_dask_local_cluster_equals_the_process_pool(corpus: Path, tmp_path: Path
     dask, _ = _sweep(*args, "--cluster", "local", "-o", str(tmp_path / "dask"))
     assert dask == pool
     assert _tree(tmp_path / "dask") == _tree(tmp_path / "pool")
-    assert len(list((tmp_path / "dask" / "cells").rglob("*.parquet"))) == 4 * 5
+    assert len(list((tmp_path / "dask" / "cells").rglob("*.parquet"))) == 4
 
 
 def test_compare_of_several_traces_is_a_corpus_compare(corpus: Path):

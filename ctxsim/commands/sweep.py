@@ -41,9 +41,9 @@ notes, clear_thinking) run once, budget `-`. The replay window itself is not cha
 counts sessions whose context passed the real window minus --reserve.
 
 With -o DIR: DIR/manifest.json (version, policies and their effective parameters, budgets, price
-data, inputs with digests), DIR/summary.csv, DIR/sessions.csv (--per-session) and the Parquet
-dataset DIR/cells/trace=ID/CELL.parquet (per-request rows; one file per cell). Running again into
-the same DIR skips every cell already there (same trace digest, policy, budget and options) and
+data, inputs with digests), DIR/summary.csv, DIR/sessions.csv and the Parquet dataset
+DIR/cells/trace=ID/PART.parquet (per-request rows, partitioned by trace). Running again into the
+same DIR skips every cell already there (same trace digest, policy, budget and options) and
 completes a half-done one.
 """
 
