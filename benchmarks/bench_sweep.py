@@ -58,13 +58,20 @@ def copies(base: Path, folder: Path, times: int) -> Path:
     return folder
 
 
+CPU = {"s": 0.0}  # CPU seconds (this process and its finished children) of the last sweep_once
+
+
 def sweep_once(corpus: Path, out: Path, jobs: int | None, cluster: str | None = None) -> float:
     from ctxsim.api import Options
     from ctxsim.commands.sweep import run_sweep
 
+    before = os.times()
     start = time.perf_counter()
     run_sweep([str(corpus)], POLICIES, None, Options(jobs=1), None, out, jobs, cluster)
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    after = os.times()
+    CPU["s"] = sum(after[:4]) - sum(before[:4])
+    return seconds
 
 
 def same_tree(a: Path, b: Path) -> bool:
@@ -108,9 +115,15 @@ def main() -> None:
         for path in sorted(corpus.glob("*.jsonl"))[:2]:
             (warm / path.name).write_bytes(path.read_bytes())
         sweep_once(warm, root / "warm-out", 1)
+        load = os.getloadavg()[0]
         one = sweep_once(corpus, root / "one", 1)
+        cpu_one = CPU["s"]
         two = sweep_once(corpus, root / "two", 2)
+        cpu_two = CPU["s"]
         print(f"1 worker: {one:.2f} s   2 workers: {two:.2f} s   speed-up: {one / two:.2f}x (target >= 1.7)")
+        print(f"  CPU used: 1 worker {cpu_one:.2f} s, 2 workers {cpu_two:.2f} s (the same work, split); CPU the "
+              f"2 workers got: {cpu_two / two:.2f} of 2 cores (load average before: {load:.1f}, after: "
+              f"{os.getloadavg()[0]:.1f}: other processes on the machine take the rest)")
         print(f"1 worker and 2 workers byte-identical (tables, manifest, Parquet): "
               f"{'yes' if same_tree(root / 'one', root / 'two') else 'NO'}")
         if not args.no_dask:

@@ -148,6 +148,21 @@ def takes_budget(policy: Any) -> bool:
     return any(_budget_of(leaf, 1) is not None for leaf in _leaves(policy))
 
 
+def _spec_with(spec: str, values: dict[str, Any] | None) -> str:
+    """A stage's spec text with the budget's values in place of its own (the pipeline's label of the stage)."""
+    from ctxsim.errors import ParameterError
+    from ctxsim.params import split_spec
+
+    if not values:
+        return spec
+    try:
+        name, own = split_spec(spec)
+    except ParameterError:
+        return spec
+    merged = {**own, **{k: "none" if v is None else str(v) for k, v in values.items()}}
+    return name + ":" + ",".join(f"{k}={v}" for k, v in merged.items())
+
+
 def with_budget(policy: Any, tokens: int) -> Any:
     """A fresh policy: `policy` with each stage's budget parameter(s) set to `tokens`."""
     from ctxsim.errors import ParameterError
@@ -160,11 +175,7 @@ def with_budget(policy: Any, tokens: int) -> Any:
         if len(specs) != len(stages):
             specs = [s.name for s in stages]
         built = [with_budget(s, tokens) for s in stages]
-        new_specs = []
-        for spec, stage in zip(specs, stages, strict=True):
-            values = _budget_of(stage, tokens)
-            extra = ",".join(f"{k}={'none' if v is None else v}" for k, v in (values or {}).items())
-            new_specs.append(spec + ((":" if ":" not in spec else ",") + extra if extra else ""))
+        new_specs = [_spec_with(spec, _budget_of(stage, tokens)) for spec, stage in zip(specs, stages, strict=True)]
         return pipeline_of(built, new_specs)
     values = _budget_of(policy, tokens)
     info = policies()[policy.name]
@@ -563,7 +574,13 @@ def plan(paths: Sequence[str], specs: Sequence[str], budgets: Sequence[Budget], 
          out_dir: str | None) -> Plan:
     from ctxsim.pricing import price_data_version
 
-    entries = resolve_policies(specs)  # bad specs fail before any work
+    from ctxsim.policyspec import resolve
+
+    entries = resolve_policies(specs)  # bad specs fail before any work, and so do bad absolute budgets
+    for entry in entries:
+        for budget in budgets_for(entry, budgets):
+            if budget.tokens is not None:
+                with_budget(next(c for c in resolve([entry.spec]) if c.label == entry.label).policy, budget.tokens)
     files = expand_inputs(paths, fmt)
     prices = price_data_version()
     opts = options_json(options) | {"format": fmt}
@@ -720,18 +737,19 @@ class Report:
                                     + [str(sess.get("loss", {}).get(c, "")) for c in loss])
         return headers, rows
 
-    def recorded(self) -> tuple[int, int, Decimal]:
-        """(sessions whose every logged request is priced, sessions, their recorded bill)."""
+    def recorded(self) -> tuple[int, int, Decimal, Decimal]:
+        """(sessions whose every logged request is priced, sessions, their recorded bill, none's replay of them)."""
         base = self.baseline_label()
         priced = total = 0
-        cost = Decimal(0)
+        cost = replayed = Decimal(0)
         for i in range(len(self.plan.inputs)):
             for sess in self.summary(i, base, NO_BUDGET)["sessions"]:
                 total += 1
                 if sess.get("recorded_cost_usd") is not None:
                     priced += 1
                     cost += Decimal(sess["recorded_cost_usd"])
-        return priced, total, cost
+                    replayed += Decimal(sess["cost_usd"])
+        return priced, total, cost, replayed
 
     def notes(self) -> list[str]:
         notes: set[str] = set()

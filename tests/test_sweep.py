@@ -130,7 +130,7 @@ def test_recorded_bill_beside_the_replay(corpus: Path):
     assert billed > 0
     from ctxsim.commands.sweep import _money
 
-    assert f"note: recorded bill of the 1 of 5 session(s) whose logged usage is all priced: {_money(str(billed))}" in out
+    assert f"note: recorded bill of the 1 of 5 session(s) whose logged usage is all priced: {_money(str(billed))};" in out
 
 
 def test_output_dataset_manifest_and_resume(corpus: Path, tmp_path: Path):
@@ -267,3 +267,31 @@ def test_a_trace_that_changes_is_an_error_not_a_wrong_cell(corpus: Path, tmp_pat
     with pytest.raises(CtxsimError, match="changed while the sweep ran"):
         execute(p, 1)
     assert not (tmp_path / "out" / "cells").exists()  # nothing written for it
+
+
+def test_a_budget_sets_each_familys_threshold_in_a_fresh_policy():
+    from ctxsim.policies import effective
+    from ctxsim.policyspec import resolve
+    from ctxsim.sweep import takes_budget, with_budget
+
+    preset = resolve(["claude-code"])[0].policy
+    before = effective(preset)
+    clear, compact = effective(with_budget(preset, 40_000))["stages"]
+    assert clear["params"]["trigger"] == 40_000 and clear["params"]["keep"] == 3  # the rest as the preset has it
+    assert (compact["params"]["trigger"], compact["params"]["compact_above"]) == (40_000, 40_000)
+    assert compact["params"]["headroom_tokens"] is None and compact["params"]["summarizer"] == "llm"
+    assert effective(preset) == before  # a fresh policy: the resolved one is untouched
+    assert effective(with_budget(resolve(["scored"])[0].policy, 9_000))["params"]["budget"] == 9_000
+    assert effective(with_budget(resolve(["zones"])[0].policy, 9_000))["params"]["window"] == 9_000
+    assert effective(with_budget(resolve(["tiered"])[0].policy, 9_000))["params"]["max_context_tokens"] == 9_000
+    for spec in ("none", "truncate", "mask", "recent", "clear:trigger_type=tool_uses,trigger=5"):
+        assert not takes_budget(resolve([spec])[0].policy), spec
+    with pytest.raises(CtxsimError, match="server_compact at a budget of 40,000 tokens: trigger must be at least"):
+        with_budget(resolve(["server_compact"])[0].policy, 40_000)
+
+
+def test_an_impossible_budget_fails_before_any_work(corpus: Path, tmp_path: Path):
+    result = CliRunner().invoke(app, ["sweep", str(corpus), "--policies", "server_compact", "--budgets", "40k",
+                                      "-o", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "trigger must be at least 50,000" in result.stderr
+    assert not (tmp_path / "out").exists()

@@ -197,10 +197,10 @@ def emit(report: Any, per_session: bool, as_json: bool) -> None:
         else:
             typer.echo(table.title)
             typer.echo(plain(table))
-    priced, total, cost = report.recorded()
+    priced, total, cost, replayed = report.recorded()
     if priced:
         typer.echo(f"note: recorded bill of the {priced:,} of {total:,} session(s) whose logged usage is all priced: "
-                   f"{_money(str(cost))} (beside none's replay of the same sessions)")
+                   f"{_money(str(cost))}; none's replay of the same sessions: {_money(str(replayed))}")
     else:
         typer.echo(f"note: none of the {total:,} session(s) recorded priced usage: no recorded bill to show")
     for note in report.notes():
