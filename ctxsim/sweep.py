@@ -7,6 +7,10 @@ run's dataset (`cells/trace=<id>/<part>.parquet`, the cells' summaries in its me
 back only the summaries (per-session totals). The parent aggregates the summaries into the
 tables; it never holds rows.
 
+Each trace file is replayed on its own: a file holding several sessions replays them one after
+the other as `replay` does, and a Claude Code subagent file is a trace of its own (not linked to
+its parent's Task call, as it is when both are read together).
+
 Budgets. A budget is absolute (`50k`, `120000`) or a fraction of the trace's window (`60%`,
 `0.6`; the window the replay resolves: `--window`, else the trace's, else the model's). What it
 sets depends on the policy family, stage by stage (a pipeline or a preset gets it in every stage
@@ -233,13 +237,15 @@ def expand_inputs(patterns: Sequence[str], fmt: str | None = None) -> list[str]:
 
 
 def is_corpus(patterns: Sequence[str], fmt: str | None = None) -> bool:
-    """More than one trace file among these paths (several paths, a glob, a folder of several files)."""
+    """A corpus: several paths, a glob (whatever it matches), a folder of more than one trace file."""
     if len(patterns) != 1:
         return True
     only = patterns[0]
     if os.path.isfile(only) or only == "-":
         return False
-    if not os.path.isdir(only) and not (GLOB_CHARS & set(only)):
+    if GLOB_CHARS & set(only):
+        return True
+    if not os.path.isdir(only):
         return False  # let the one-trace path say what is wrong with it
     return len(expand_inputs(patterns, fmt)) > 1
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from ctxsim.cli import app
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import native
-from ctxsim.model import Session, Trace, Usage
+from ctxsim.model import Trace, Usage
 from ctxsim.synth import synthesize
 from ctxsim.sweep import Budget, parse_budgets
 
