@@ -229,6 +229,8 @@ def test_compare_of_several_traces_is_a_corpus_compare(corpus: Path):
     files = sorted(str(p) for p in corpus.rglob("*.jsonl"))
     listed = runner.invoke(app, ["compare", *files, "--policies", "clear,compact", "-j", "1"])
     assert listed.stdout == swept
+    one_glob = runner.invoke(app, ["compare", files[0].replace(".jsonl", ".json*"), "--policies", "clear", "-j", "1"])
+    assert one_glob.exit_code == 0 and "policies across 1 trace(s)" in one_glob.stdout  # a glob: a corpus of one
     single = runner.invoke(app, ["compare", files[0], "--policies", "clear", "-j", "1"])
     assert single.exit_code == 0 and "policies compared" in single.stdout  # the one-trace table
 
