@@ -196,11 +196,16 @@ def with_budget(policy: Any, tokens: int) -> Any:
 GLOB_CHARS = frozenset("*?[")
 
 
-def expand_inputs(patterns: Sequence[str], fmt: str | None = None) -> list[str]:
-    """Trace files: files as given, folders searched recursively, globs expanded; sorted per pattern, no repeats."""
+def expand_inputs(patterns: Sequence[str], fmt: str | None = None,
+                  left_out: list[tuple[str, str]] | None = None) -> list[str]:
+    """Trace files: files as given, folders searched recursively, globs expanded; sorted per pattern, no repeats.
+
+    The files of a folder that no reader takes are appended to `left_out` with why (a file named
+    alone is read, and fails there if it is not a trace)."""
     from ctxsim.formats import _scan_directory
 
     out: list[str] = []
+    ignored = left_out if left_out is not None else []
     seen: set[str] = set()
 
     def add(path: str) -> None:
@@ -211,7 +216,8 @@ def expand_inputs(patterns: Sequence[str], fmt: str | None = None) -> list[str]:
 
     for pattern in patterns:
         if os.path.isdir(pattern):
-            found, _ = _scan_directory(pattern, fmt)
+            found, skipped = _scan_directory(pattern, fmt)
+            ignored.extend(skipped)
             if not found:
                 raise CtxsimError(f"{pattern}: no trace files found in this directory")
             for path in found:
@@ -224,7 +230,8 @@ def expand_inputs(patterns: Sequence[str], fmt: str | None = None) -> list[str]:
                 raise CtxsimError(f"{pattern}: no file matches this pattern")
             for match in matches:
                 if os.path.isdir(match):
-                    found, _ = _scan_directory(match, fmt)
+                    found, skipped = _scan_directory(match, fmt)
+                    ignored.extend(skipped)
                     for path in found:
                         add(path)
                 else:
@@ -570,6 +577,7 @@ class Plan:
     tasks: list[TraceTask] = field(default_factory=list)
     done: dict[str, str] = field(default_factory=dict)  # cell id -> summary JSON (found in the output)
     skipped: int = 0
+    left_out: list[tuple[str, str]] = field(default_factory=list)  # (file, why): in the folders, not traces
 
 
 def budgets_for(entry: PolicyEntry, budgets: Sequence[Budget]) -> list[Budget]:
@@ -583,18 +591,19 @@ def plan(paths: Sequence[str], specs: Sequence[str], budgets: Sequence[Budget], 
     from ctxsim.policyspec import resolve
 
     entries = resolve_policies(specs)  # bad specs fail before any work, and so do bad absolute budgets
+    left_out: list[tuple[str, str]] = []
     for entry in entries:
         for budget in budgets_for(entry, budgets):
             if budget.tokens is not None:
                 with_budget(next(c for c in resolve([entry.spec]) if c.label == entry.label).policy, budget.tokens)
-    files = expand_inputs(paths, fmt)
+    files = expand_inputs(paths, fmt, left_out)
     prices = price_data_version()
     opts = options_json(options) | {"format": fmt}
     inputs = []
     for path in files:
         digest = file_digest(path)
         inputs.append((path, digest, trace_id(path, digest)))
-    p = Plan(inputs, entries, list(budgets), options, fmt)
+    p = Plan(inputs, entries, list(budgets), options, fmt, left_out=sorted(set(left_out)))
     pending: dict[str, list[CellSpec]] = {}
     first_path: dict[str, tuple[str, str]] = {}
     existing: dict[str, dict[str, str]] = {}
@@ -784,6 +793,7 @@ class Report:
                          for e in self.plan.policies],
             "options": options_json(self.plan.options) | {"format": self.plan.fmt},
             "inputs": [{"path": path, "digest": digest, "trace_id": tid} for path, digest, tid in self.plan.inputs],
+            "left_out": [{"path": path, "why": why} for path, why in self.plan.left_out],
             "cells": len(self.plan.cells),
             "dataset": "cells/trace=<trace_id>/<part>.parquet: per-request rows of the cells run together on that "
                        "trace (columns cell, policy, budget, budget_tokens and the rows' fields); the cells' "

@@ -145,6 +145,7 @@ def test_output_dataset_manifest_and_resume(corpus: Path, tmp_path: Path):
     manifest = json.loads((out_dir / "manifest.json").read_text())
     assert [i["path"] for i in manifest["inputs"]] == sorted(str(p) for p in corpus.rglob("*.jsonl"))
     assert all(i["digest"].startswith("sha256:") for i in manifest["inputs"])
+    assert manifest["left_out"] == [{"path": str(corpus / "notes.txt"), "why": "not a trace format ctxsim reads"}]
     clear = next(p for p in manifest["policies"] if p["label"] == "clear")
     assert clear["cells"]["12k"]["trigger"] == 12_000 and clear["takes_budget"]
     assert manifest["prices"] and manifest["ctxsim_version"]
@@ -161,6 +162,7 @@ def test_output_dataset_manifest_and_resume(corpus: Path, tmp_path: Path):
     # a second run: every cell skipped, identical output, no cell file rewritten
     again, err = _sweep(*args)
     assert f"{4 * len(EXPLICIT)} cell(s) already in {out_dir}: skipped" in err
+    assert f"note: 1 file(s) in the folders left out: {corpus / 'notes.txt'} (not a trace" in err
     assert again == first and _tree(out_dir) == before
     assert all(p.stat().st_mtime_ns == stamps[p] for p in files)
     # a half-done output (a crash): a trace's file missing, another cut short; completed to the same bytes
@@ -297,3 +299,22 @@ def test_an_impossible_budget_fails_before_any_work(corpus: Path, tmp_path: Path
                                       "-o", str(tmp_path / "out")])
     assert result.exit_code == 2 and "trigger must be at least 50,000" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_broken_line_stops_the_sweep_with_file_and_line_and_keeps_what_was_done(corpus: Path, tmp_path: Path):
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    for name in ("s1", "s2"):
+        (folder / f"{name}.jsonl").write_bytes((corpus / "a" / f"{name}.jsonl").read_bytes())
+    broken = folder / "zz-broken.jsonl"  # sorted last, so the others are done first on one process
+    broken.write_bytes((corpus / "a" / "s1.jsonl").read_bytes() + b'{"type": "message", "role": \n')
+    lines = broken.read_bytes().count(b"\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["sweep", str(folder), "--policies", "clear", "-j", "1", "-o", str(out)])
+    assert result.exit_code == 2 and f"{broken}:{lines}: broken JSON" in result.stderr
+    assert len(list((out / "cells").rglob("*.parquet"))) == 2 and not (out / "summary.csv").exists()
+    assert json.loads((out / "manifest.json").read_text())["complete"] is False
+    broken.write_bytes((corpus / "a" / "s1.jsonl").read_bytes().replace(b'"id": "', b'"id": "fixed-', 1))
+    again, err = _sweep(str(folder), "--policies", "clear", "-j", "1", "-o", str(out))
+    assert "4 cell(s) already in" in err and "policies across 3 trace(s)" in again  # the 2 done traces' 4 cells
+    assert "complete" not in json.loads((out / "manifest.json").read_text())

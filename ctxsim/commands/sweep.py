@@ -111,8 +111,19 @@ def run_sweep(traces: Sequence[str], policy_specs: Sequence[str], budgets_text: 
     if out is not None:
         _check_out_dir(out, expand_inputs(traces, fmt))
     p = plan(traces, policy_specs, budgets, opts, fmt, None if out is None else str(out))
+    if p.left_out:
+        shown = "; ".join(f"{path} ({why})" for path, why in p.left_out[:3])
+        more = f"; and {len(p.left_out) - 3:,} more (all in manifest.json)" if len(p.left_out) > 3 else ""
+        typer.echo(f"note: {len(p.left_out):,} file(s) in the folders left out: {shown}{more}", err=True)
     if p.skipped:
         typer.echo(f"note: {p.skipped} cell(s) already in {out}: skipped", err=True)
+    if out is not None and not (out / "manifest.json").exists():  # marks the folder as a sweep's, for a resume
+        from ctxsim.fileio import atomic_write
+        from ctxsim.sweep import SCHEMA
+
+        with atomic_write(out / "manifest.json") as f:
+            f.write(json.dumps({"schema": SCHEMA, "complete": False,
+                                "note": "a sweep under way or interrupted: run it again to complete it"}) + "\n")
     pending = sum(len(t.cells) for t in p.tasks)
     workers = jobs if jobs is not None else (available_cores() if cluster is None else 0)
     with _progress(pending, f"sweeping {pending} cell(s)") as advance:
