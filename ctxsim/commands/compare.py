@@ -12,7 +12,7 @@ import typer
 from ctxsim.cli import app, default_trace, guarded
 from ctxsim.commands._options import (
     CacheOpt, CacheTtlOpt, CalibrateOpt, ForceOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt,
-    ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, spec_files, totals_json,
+    ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt, WindowOpt, options, spec_files, totals_json,
 )
 from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 from ctxsim.errors import CtxsimError
@@ -24,7 +24,10 @@ DEFAULT_POLICIES = ("none,clear,compact,clear+compact,truncate,tiered,mask,recen
 @app.command()
 @guarded
 def compare(
-    trace: TraceArg = None,
+    traces: Annotated[Optional[list[str]], typer.Argument(
+        help="Trace file or folder, any supported format; several traces (files, folders of several, globs): "
+             "a corpus compare, one row per policy across them (as `ctxsim sweep`). Default: the shipped sample "
+             "trace.")] = None,
     policies: Annotated[Optional[list[str]], typer.Option(
         "--policies", "--policy", "-p",
         help="Comma-separated policy specs, presets, A+B pipelines or policy files, repeatable; `none` is always "
@@ -65,8 +68,17 @@ def compare(
         specs.insert(0, "none")
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, jobs)
-    provider_list = [p.strip() for p in providers.split(",") if p.strip()] if providers else []
     set_limits(max_line_bytes, max_input_bytes, max_messages)
+    from ctxsim.sweep import is_corpus
+
+    if traces and is_corpus(traces, fmt):  # several traces: the sweep engine, the policies as written
+        from ctxsim.commands.sweep import corpus_compare
+
+        if providers:
+            raise CtxsimError("--providers takes one trace; for several, run one compare per provider")
+        return corpus_compare(traces, specs, opts, fmt, None if output is None else Path(output), as_json)
+    trace = traces[0] if traces else None
+    provider_list = [p.strip() for p in providers.split(",") if p.strip()] if providers else []
     source = trace or default_trace()
     if output is not None:  # refused before the work, not after it
         _check(output, [source, *spec_files(specs)], force)

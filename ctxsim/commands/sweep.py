@@ -1,0 +1,279 @@
+"""`ctxsim sweep`: traces x policies x budgets across a corpus, on a process pool or a Dask cluster.
+
+Also the corpus case of `ctxsim compare DIR|GLOB...` (one budget: the policies as written).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ctxsim.cli import app, guarded
+from ctxsim.commands._options import (
+    CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, ModelOpt, ProviderOpt, ReserveOpt, SkipBadOpt,
+    TokenizerOpt, WindowOpt, options,
+)
+from ctxsim.errors import CtxsimError
+
+DEFAULT_POLICIES = "none,clear,compact,clear+compact,truncate,mask,recent,claude-code"
+
+SWEEP_HELP = """Replay every trace under every policy at every budget: one table across the corpus.
+
+TRACES are files, folders (searched recursively) and globs; each trace file is replayed on its own,
+each (trace, policy, budget) cell with a fresh policy. `none` is always run: the baseline of every
+saving.
+
+A budget is tokens (50000, 50k) or a fraction of each trace's window (60%, 0.6). What it sets,
+stage by stage (in pipelines and presets too, replacing what the spec wrote there):
+clear: trigger (input_tokens triggers); compact: trigger and compact_above (compact_at and
+headroom_tokens cleared); server_compact: trigger; scored: budget; tiered: max_context_tokens;
+zones: window. Policies with none of these (none, truncate, mask, recent, hierarchical, amortized,
+notes, clear_thinking) run once, budget `-`. The replay window itself is not changed: "over window"
+counts sessions whose context passed the real window minus --reserve.
+
+With -o DIR: DIR/manifest.json (version, policies and their effective parameters, budgets, price
+data, inputs with digests), DIR/summary.csv, DIR/sessions.csv and the Parquet dataset
+DIR/cells/trace=ID/PART.parquet (per-request rows, partitioned by trace). Running again into the
+same DIR skips every cell already there (same trace digest, policy, budget and options) and
+completes a half-done one.
+"""
+
+
+@contextmanager
+def _progress(total: int, description: str) -> Iterator[Callable[[int], None]]:
+    """A bar with an ETA on stderr, only on a terminal, after half a second (as render.progress does)."""
+    from ctxsim.render.progress import is_terminal
+
+    if total <= 0 or not is_terminal(sys.stderr):
+        yield lambda n=1: None
+        return
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("eta"), TimeRemainingColumn(), console=Console(file=sys.stderr, force_terminal=True),
+                   transient=True, auto_refresh=False)
+    task = bar.add_task(description, total=total)
+    start = time.monotonic()
+    state = {"started": False}
+
+    def advance(n: int = 1) -> None:
+        bar.advance(task, n)
+        if not state["started"] and time.monotonic() - start >= 0.5:
+            state["started"] = True
+            bar.start()
+        if state["started"]:
+            bar.refresh()
+
+    try:
+        yield advance
+    finally:
+        if state["started"]:
+            bar.stop()
+
+
+def _check_out_dir(out: Path, inputs: Sequence[str]) -> None:
+    from ctxsim.sweep import SCHEMA
+
+    if out.exists() and not out.is_dir():
+        raise CtxsimError(f"{out}: exists and is not a folder; -o takes the sweep's output folder")
+    if out.is_dir() and any(out.iterdir()):
+        manifest = out / "manifest.json"
+        try:
+            schema = json.loads(manifest.read_text(encoding="utf-8")).get("schema")
+        except (OSError, ValueError, AttributeError):
+            schema = None
+        if schema != SCHEMA:
+            raise CtxsimError(f"{out}: not empty and not a sweep output (no {SCHEMA} manifest.json); "
+                              "choose another -o folder")
+    root = os.path.realpath(out)
+    for path in inputs:
+        if os.path.realpath(path).startswith(root + os.sep):
+            raise CtxsimError(f"{path}: an input inside the output folder {out}; choose another -o folder")
+
+
+def run_sweep(traces: Sequence[str], policy_specs: Sequence[str], budgets_text: str | None, opts: Any,
+              fmt: str | None, out: Path | None, jobs: int | None, cluster: str | None) -> Any:
+    from ctxsim.parallel import available_cores
+    from ctxsim.sweep import execute, expand_inputs, load_report, parse_budgets, plan
+
+    budgets = parse_budgets(budgets_text)
+    if out is not None:
+        _check_out_dir(out, expand_inputs(traces, fmt))
+    p = plan(traces, policy_specs, budgets, opts, fmt, None if out is None else str(out))
+    if p.left_out:
+        shown = "; ".join(f"{path} ({why})" for path, why in p.left_out[:3])
+        more = f"; and {len(p.left_out) - 3:,} more (all in manifest.json)" if len(p.left_out) > 3 else ""
+        typer.echo(f"note: {len(p.left_out):,} file(s) in the folders left out: {shown}{more}", err=True)
+    if p.skipped:
+        typer.echo(f"note: {p.skipped} cell(s) already in {out}: skipped", err=True)
+    if out is not None and not (out / "manifest.json").exists():  # marks the folder as a sweep's, for a resume
+        from ctxsim.fileio import atomic_write
+        from ctxsim.sweep import SCHEMA
+
+        with atomic_write(out / "manifest.json") as f:
+            f.write(json.dumps({"schema": SCHEMA, "complete": False,
+                                "note": "a sweep under way or interrupted: run it again to complete it"}) + "\n")
+    pending = sum(len(t.cells) for t in p.tasks)
+    workers = jobs if jobs is not None else (available_cores() if cluster is None else 0)
+    with _progress(pending, f"sweeping {pending} cell(s)") as advance:
+        execute(p, workers, cluster, advance)
+    report = load_report(p)
+    if out is not None:
+        _write_outputs(report, out)
+    return report
+
+
+def _write_outputs(report: Any, out: Path, per_session: bool = True) -> None:
+    from ctxsim.fileio import atomic_write
+    from ctxsim.sweep import csv_text
+
+    with atomic_write(out / "summary.csv") as f:
+        f.write(csv_text(*report.policy_rows()))
+    with atomic_write(out / "sessions.csv") as f:
+        f.write(csv_text(*report.session_rows()))
+    with atomic_write(out / "manifest.json") as f:
+        f.write(json.dumps(report.manifest(), indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def _money(text: str) -> str:
+    from ctxsim.render.terminal import money
+
+    value = Decimal(text)
+    return ("-" if value < 0 else "") + money(abs(value))
+
+
+def policy_table(report: Any) -> Any:
+    from ctxsim.render.terminal import TableData
+
+    headers, rows = report.policy_rows()
+    loss = [h for h in headers if h.startswith("loss_")]
+    out = []
+    for r in rows:
+        d = dict(zip(headers, r, strict=True))
+        out.append([d["policy"], d["budget"], f"{int(d['sessions']):,}", f"{int(d['requests']):,}",
+                    _money(d["cost_usd"]), _money(d["saving_usd"]),
+                    "baseline" if d["policy"] == report.baseline_label() else
+                    (d["saving_pct"] + "%" if d["saving_pct"] != "n/a" else "n/a"),
+                    f"{int(d['sessions_over_window']):,}", f"{int(d['peak_context_tokens']):,}",
+                    _money(d["summarizer_cost_usd"]), f"{int(d['events']):,}"] + [d[c] for c in loss])
+    return TableData(f"policies across {len(report.plan.inputs):,} trace(s) (costs per the traces' timing)",
+                     ["policy", "budget", "sessions", "requests", "cost", "saving", "vs none", "over window",
+                      "peak context", "summarizer", "events"] + loss, out, left=2)
+
+
+def session_table(report: Any) -> Any:
+    from ctxsim.render.terminal import TableData
+
+    headers, rows = report.session_rows()
+    out = []
+    for r in rows:
+        d = dict(zip(headers, r, strict=True))
+        out.append([d["trace"], d["session"], d["policy"], d["budget"], d["requests"], _money(d["cost_usd"]),
+                    _money(d["saving_usd"]), _money(d["recorded_cost_usd"]) if d["recorded_cost_usd"] else "-",
+                    f"{int(d['peak_context_tokens']):,}",
+                    f"request {d['first_overflow_request']}" if d["first_overflow_request"] else "never"])
+    return TableData("per session", ["trace", "session", "policy", "budget", "requests", "cost", "saving",
+                                     "recorded", "peak context", "first overflow"], out, left=4)
+
+
+def emit(report: Any, per_session: bool, as_json: bool) -> None:
+    from ctxsim.render.terminal import plain, rich_table
+
+    if as_json:
+        headers, rows = report.policy_rows()
+        data = {"manifest": report.manifest(), "policies": [dict(zip(headers, r, strict=True)) for r in rows]}
+        if per_session:
+            sh, srows = report.session_rows()
+            data["sessions"] = [dict(zip(sh, r, strict=True)) for r in srows]
+        typer.echo(json.dumps(data, indent=1, sort_keys=True))
+        return
+    tables = [policy_table(report)] + ([session_table(report)] if per_session else [])
+    for table in tables:
+        if sys.stdout.isatty():
+            from rich.console import Console
+
+            needed = len(plain(table).splitlines()[0]) + 3 * len(table.headers) + 4
+            Console(width=max(needed, Console().width)).print(rich_table(table))
+        else:
+            typer.echo(table.title)
+            typer.echo(plain(table))
+    priced, total, cost, replayed = report.recorded()
+    if priced:
+        typer.echo(f"note: recorded bill of the {priced:,} of {total:,} session(s) whose logged usage is all priced: "
+                   f"{_money(str(cost))}; none's replay of the same sessions: {_money(str(replayed))}")
+    else:
+        typer.echo(f"note: none of the {total:,} session(s) recorded priced usage: no recorded bill to show")
+    for note in report.notes():
+        typer.echo(f"note: {note}")
+    typer.echo("note: open-loop replay: the agent's recorded outputs are replayed unchanged whatever the policy does")
+
+
+@app.command(help=SWEEP_HELP)
+@guarded
+def sweep(
+    traces: Annotated[list[str], typer.Argument(help="Trace files, folders (recursive) and globs.")],
+    policies: Annotated[str, typer.Option(
+        help="Comma-separated policy specs, presets, A+B pipelines or policy files; `none` is always added.")]
+    = DEFAULT_POLICIES,
+    budgets: Annotated[Optional[str], typer.Option(
+        help="Comma-separated budgets: tokens (50k) or fractions of the window (60%); default: the policies as "
+             "written.")] = None,
+    output: Annotated[Optional[Path], typer.Option(
+        "-o", "--output", help="Output folder (manifest, tables, Parquet dataset); resumable. Default: none.")]
+    = None,
+    jobs: Annotated[Optional[int], typer.Option(
+        "--jobs", "-j", help="Processes (this one included) on the local pool; with --cluster local, its workers "
+                             "(2 by default). Default: one per core.")] = None,
+    cluster: Annotated[Optional[str], typer.Option(
+        help="Run the cells on a Dask cluster: a scheduler ADDRESS (tcp://host:8786), or `local` for a "
+             "LocalCluster of worker processes. Needs the dask extra; traces and -o must be on paths the "
+             "workers see.")] = None,
+    per_session: Annotated[bool, typer.Option("--per-session", help="Also a table per session.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the tables as JSON.")] = False,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    tokenizer: TokenizerOpt = None,
+    cache: CacheOpt = None,
+    cache_ttl: CacheTtlOpt = None,
+    window: WindowOpt = None,
+    reserve: ReserveOpt = 20_000,
+    framing: FramingOpt = None,
+    calibrate: CalibrateOpt = True,
+    skip_bad_lines: SkipBadOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    from ctxsim.policyspec import split_list
+
+    if jobs is not None and jobs < 1:
+        raise CtxsimError(f"--jobs must be at least 1, got {jobs}")
+    opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
+                   skip_bad_lines, 1)
+    report = run_sweep(traces, split_list(policies), budgets, opts, fmt, output, jobs, cluster)
+    emit(report, per_session, as_json)
+    if output is not None:
+        typer.echo(f"wrote {output}/ (manifest.json, summary.csv, sessions.csv, cells/)", err=True)
+
+
+def corpus_compare(traces: Sequence[str], specs: Sequence[str], opts: Any, fmt: str | None, output: Path | None,
+                   as_json: bool) -> None:
+    """`ctxsim compare` on several traces: the sweep engine with one budget (the policies as written)."""
+    import dataclasses
+
+    if output is not None and output.suffix.lower() == ".json":
+        raise CtxsimError(f"-o {output}: several traces write a sweep folder, not one run.json; give a folder")
+    jobs = opts.jobs
+    report = run_sweep(traces, specs, None, dataclasses.replace(opts, jobs=1), fmt, output, jobs, None)
+    emit(report, False, as_json)
+    if output is not None:
+        typer.echo(f"wrote {output}/ (manifest.json, summary.csv, sessions.csv, cells/)", err=True)

@@ -1,0 +1,834 @@
+"""Corpus replay: traces x policies x budgets, each cell a fresh policy on one trace file.
+
+A *cell* is (trace file, policy spec, budget, options). The sweep reads each trace file where
+the worker stands (a path, never a pickled trace), replays it under every pending cell of that
+file with a fresh policy each, writes those cells' per-request rows to one Parquet file of the
+run's dataset (`cells/trace=<id>/<part>.parquet`, the cells' summaries in its metadata) and sends
+back only the summaries (per-session totals). The parent aggregates the summaries into the
+tables; it never holds rows.
+
+Each trace file is replayed on its own: a file holding several sessions replays them one after
+the other as `replay` does, and a Claude Code subagent file is a trace of its own (not linked to
+its parent's Task call, as it is when both are read together).
+
+Budgets. A budget is absolute (`50k`, `120000`) or a fraction of the trace's window (`60%`,
+`0.6`; the window the replay resolves: `--window`, else the trace's, else the model's). What it
+sets depends on the policy family, stage by stage (a pipeline or a preset gets it in every stage
+that has one; it replaces what the spec or the preset wrote there):
+
+    clear           trigger (when trigger_type is input_tokens)
+    compact         trigger and compact_above (compact_at and headroom_tokens cleared)
+    server_compact  trigger
+    scored          budget
+    tiered          max_context_tokens
+    zones           window (the tokens its zone shares refer to)
+
+A policy with no such stage (none, truncate, mask, recent, hierarchical, amortized, notes,
+clear_thinking) has no token threshold for a budget to move: it runs once per trace, shown with
+budget `-`. The replay's window is never changed by a budget, so "sessions over the window" is
+always measured against the real window minus the output reserve. `none` is always run (budget
+`-`): it is the baseline every saving is measured against.
+
+Resuming. A cell's id is a digest of the trace's content digest, the policy's label and
+effective parameters, the budget, the options, the ctxsim version and the price data: a cell
+already in a finished Parquet file of its trace's folder is not run again (its summary is read
+back from the file's metadata); a file cut short is ignored and its cells run again. The manifest and the tables depend only on the inputs, so a resumed run, a run
+on a process pool and a run on a Dask cluster write the same bytes.
+
+Loss columns. `LOSS_METERS` is the hook a loss meter registers in: a function
+`(run, trace) -> {column: value}` whose columns land in every cell summary (per session and
+summed) and in the tables. None is registered yet, so there are no loss columns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from ctxsim import __version__
+from ctxsim.errors import CtxsimError
+
+SCHEMA = "ctxsim.sweep/1"
+CELLS_META_KEY = b"ctxsim.cells"
+NO_BUDGET = "-"
+OVERFLOW = "window-reserve"
+
+# family -> the parameters a budget of B tokens sets (None: cleared)
+BUDGET_PARAMS: dict[str, Callable[[int], dict[str, Any]]] = {
+    "clear": lambda b: {"trigger": b},
+    "compact": lambda b: {"trigger": b, "compact_above": b, "compact_at": None, "headroom_tokens": None},
+    "server_compact": lambda b: {"trigger": b},
+    "scored": lambda b: {"budget": b},
+    "tiered": lambda b: {"max_context_tokens": b},
+    "zones": lambda b: {"window": b},
+}
+
+# The loss meter's hook: each function gets (PolicyRun, Trace) and returns {column: int | Decimal} per session
+# as {session_id: {column: value}}. Empty until a loss meter lands.
+LossMeter = Callable[[Any, Any], dict[str, dict[str, Any]]]
+LOSS_METERS: list[LossMeter] = []
+
+
+# ---------------------------------------------------------------- budgets
+
+
+@dataclass(frozen=True)
+class Budget:
+    label: str  # as shown: "50k", "60%", or "-" (the policy as written)
+    tokens: int | None = None
+    fraction: Fraction | None = None
+
+    def resolve(self, window: int) -> int | None:
+        if self.tokens is not None:
+            return self.tokens
+        if self.fraction is not None:
+            return int(self.fraction * window)
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"label": self.label, "tokens": self.tokens,
+                "fraction": None if self.fraction is None else str(self.fraction)}
+
+
+AS_WRITTEN = Budget(NO_BUDGET)
+
+
+def parse_budgets(text: str | None) -> list[Budget]:
+    """`50k,100k,60%` -> budgets; None or empty: the policies as written."""
+    if not text or not text.strip():
+        return [AS_WRITTEN]
+    from ctxsim.params import _int
+
+    out: list[Budget] = []
+    for piece in (p.strip() for p in text.split(",")):
+        if not piece:
+            continue
+        try:
+            if piece.endswith("%"):
+                fraction = Fraction(piece[:-1].strip()) / 100
+                budget = Budget(piece, fraction=fraction)
+            elif "." in piece or "/" in piece:
+                fraction = Fraction(piece)
+                budget = Budget(piece, fraction=fraction)
+            else:
+                budget = Budget(piece, tokens=_int(piece))
+        except (ValueError, ZeroDivisionError):
+            raise CtxsimError(f"--budgets: {piece!r} is neither tokens (50000, 50k) nor a fraction of the window "
+                              "(60%, 0.6)") from None
+        if budget.fraction is not None and not 0 < budget.fraction <= 1:
+            raise CtxsimError(f"--budgets: {piece!r}: a fraction of the window must be above 0 and at most 100%")
+        if budget.tokens is not None and budget.tokens <= 0:
+            raise CtxsimError(f"--budgets: {piece!r}: a budget must be positive")
+        if any(b.label == budget.label for b in out):
+            raise CtxsimError(f"--budgets: {piece!r} given twice")
+        out.append(budget)
+    return out or [AS_WRITTEN]
+
+
+def _leaves(policy: Any) -> list[Any]:
+    stages = getattr(policy, "stages", None)
+    return [leaf for stage in stages for leaf in _leaves(stage)] if stages else [policy]
+
+
+def _budget_of(leaf: Any, tokens: int) -> dict[str, Any] | None:
+    make = BUDGET_PARAMS.get(leaf.name)
+    if make is None:
+        return None
+    if leaf.name == "clear" and getattr(leaf.params, "trigger_type", "input_tokens") != "input_tokens":
+        return None
+    return make(tokens)
+
+
+def takes_budget(policy: Any) -> bool:
+    return any(_budget_of(leaf, 1) is not None for leaf in _leaves(policy))
+
+
+def _spec_with(spec: str, values: dict[str, Any] | None) -> str:
+    """A stage's spec text with the budget's values in place of its own (the pipeline's label of the stage)."""
+    from ctxsim.errors import ParameterError
+    from ctxsim.params import split_spec
+
+    if not values:
+        return spec
+    try:
+        name, own = split_spec(spec)
+    except ParameterError:
+        return spec
+    merged = {**own, **{k: "none" if v is None else str(v) for k, v in values.items()}}
+    return name + ":" + ",".join(f"{k}={v}" for k, v in merged.items())
+
+
+def with_budget(policy: Any, tokens: int) -> Any:
+    """A fresh policy: `policy` with each stage's budget parameter(s) set to `tokens`."""
+    from ctxsim.errors import ParameterError
+    from ctxsim.policies import policies
+    from ctxsim.policies.pipeline import pipeline_of
+
+    stages = getattr(policy, "stages", None)
+    if stages:
+        specs = list(getattr(policy.params, "stages", ()) or [s.name for s in stages])
+        if len(specs) != len(stages):
+            specs = [s.name for s in stages]
+        built = [with_budget(s, tokens) for s in stages]
+        new_specs = [_spec_with(spec, _budget_of(stage, tokens)) for spec, stage in zip(specs, stages, strict=True)]
+        return pipeline_of(built, new_specs)
+    values = _budget_of(policy, tokens)
+    info = policies()[policy.name]
+    try:
+        params = dataclasses.replace(policy.params, **values) if values else policy.params
+        return info.factory(params)
+    except (ValueError, TypeError, ParameterError) as exc:
+        raise CtxsimError(f"policy {policy.name} at a budget of {tokens:,} tokens: {exc}") from None
+
+
+# ---------------------------------------------------------------- inputs
+
+
+GLOB_CHARS = frozenset("*?[")
+
+
+def expand_inputs(patterns: Sequence[str], fmt: str | None = None,
+                  left_out: list[tuple[str, str]] | None = None) -> list[str]:
+    """Trace files: files as given, folders searched recursively, globs expanded; sorted per pattern, no repeats.
+
+    The files of a folder that no reader takes are appended to `left_out` with why (a file named
+    alone is read, and fails there if it is not a trace)."""
+    from ctxsim.fileio import input_limits
+    from ctxsim.formats import _scan_directory
+
+    out: list[str] = []
+    ignored = left_out if left_out is not None else []
+    seen: set[str] = set()
+
+    def add(path: str) -> None:
+        key = os.path.realpath(path)
+        if key not in seen:
+            seen.add(key)
+            out.append(path)
+
+    for pattern in patterns:
+        if os.path.isdir(pattern):
+            found, skipped = _scan_directory(pattern, fmt, input_limits())
+            ignored.extend(skipped)
+            if not found:
+                raise CtxsimError(f"{pattern}: no trace files found in this directory")
+            for path in found:
+                add(path)
+        elif os.path.exists(pattern):
+            add(pattern)
+        elif GLOB_CHARS & set(pattern):
+            matches = sorted(glob.glob(pattern, recursive=True))
+            if not matches:
+                raise CtxsimError(f"{pattern}: no file matches this pattern")
+            for match in matches:
+                if os.path.isdir(match):
+                    found, skipped = _scan_directory(match, fmt, input_limits())
+                    ignored.extend(skipped)
+                    for path in found:
+                        add(path)
+                else:
+                    add(match)
+        else:
+            raise CtxsimError(f"{pattern}: no such file or directory")
+    if not out:
+        raise CtxsimError("no trace files to sweep")
+    return out
+
+
+def is_corpus(patterns: Sequence[str], fmt: str | None = None) -> bool:
+    """A corpus: several paths, a glob (whatever it matches), a folder of more than one trace file."""
+    if len(patterns) != 1:
+        return True
+    only = patterns[0]
+    if os.path.isfile(only) or only == "-":
+        return False
+    if GLOB_CHARS & set(only):
+        return True
+    if not os.path.isdir(only):
+        return False  # let the one-trace path say what is wrong with it
+    return len(expand_inputs(patterns, fmt)) > 1
+
+
+def file_digest(path: str) -> str:
+    """SHA-256 of the bytes a reader sees (gzip undone): the same as the read trace's digest."""
+    from ctxsim.fileio import open_input
+
+    h = hashlib.sha256()
+    stream = open_input(path)
+    try:
+        while chunk := stream.read(1 << 20):
+            h.update(chunk)
+    except OSError as exc:
+        raise CtxsimError(f"{path}: cannot read the file ({exc})") from None
+    finally:
+        stream.close()
+    return "sha256:" + h.hexdigest()
+
+
+def trace_id(path: str, digest: str) -> str:
+    """The dataset partition of a trace: its file stem and the start of its content digest."""
+    stem = os.path.basename(path.rstrip("/")).split(".", 1)[0] or "trace"
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in stem)[:60]
+    return f"{safe}-{digest.split(':', 1)[-1][:12]}"
+
+
+# ---------------------------------------------------------------- cells and tasks
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    cell: str  # id: digest of everything the result depends on
+    spec: str  # what resolves to the policy (a spec string or a policy file)
+    label: str
+    budget: Budget
+
+
+@dataclass(frozen=True)
+class TraceTask:
+    """One trace file and the cells still to run on it: small, picklable, no trace content."""
+
+    path: str
+    digest: str
+    trace_id: str
+    fmt: str | None
+    options: Any  # ctxsim.api.Options
+    cells: tuple[CellSpec, ...]
+    out_dir: str | None  # where the Parquet files go; None: none written
+
+
+@dataclass(frozen=True)
+class PolicyEntry:
+    spec: str
+    label: str
+    effective: dict[str, Any]
+    takes_budget: bool
+
+
+def options_json(options: Any) -> dict[str, Any]:
+    from ctxsim.params import as_dict
+
+    out = {}
+    for f in dataclasses.fields(options):
+        value = getattr(options, f.name)
+        if f.name == "jobs":
+            continue  # how many processes ran it is not part of the result
+        if dataclasses.is_dataclass(value):
+            value = as_dict(value)
+        out[f.name] = value
+    return out
+
+
+def resolve_policies(specs: Sequence[str]) -> list[PolicyEntry]:
+    """Every spec (policy, A+B pipeline, preset, policy file) to its labelled policies; `none` first if absent."""
+    from ctxsim.policies import effective
+    from ctxsim.policyspec import resolve
+
+    specs = list(specs)
+    if not specs:
+        raise CtxsimError("--policies names no policy (e.g. --policies clear,compact)")
+    entries: list[PolicyEntry] = []
+    for spec in specs:
+        for choice in resolve([spec]):
+            entries.append(PolicyEntry(spec, choice.label, effective(choice.policy), takes_budget(choice.policy)))
+    if not any(e.effective["name"] == "none" for e in entries):
+        entries.insert(0, PolicyEntry("none", "none", {"name": "none", "params": {}}, False))
+    labels = [e.label for e in entries]
+    for label in labels:
+        if labels.count(label) > 1:
+            raise CtxsimError(f"policy {label!r} given twice")
+    return entries
+
+
+def cell_id(digest: str, entry: PolicyEntry, budget: Budget, options: dict[str, Any], prices: str) -> str:
+    key = json.dumps({"trace": digest, "label": entry.label, "policy": entry.effective, "budget": budget.to_json(),
+                      "options": options, "ctxsim": __version__, "prices": prices},
+                     sort_keys=True, default=str)
+    return hashlib.sha256(key.encode()).hexdigest()[:20]
+
+
+def trace_folder(out_dir: str | os.PathLike[str], trace: str) -> Path:
+    return Path(out_dir) / "cells" / f"trace={trace}"
+
+
+def part_name(cells: Iterable[str]) -> str:
+    """The file of one task's cells: named by their ids, so the same pending cells write the same file."""
+    return hashlib.sha256("\n".join(sorted(cells)).encode()).hexdigest()[:20] + ".parquet"
+
+
+# ---------------------------------------------------------------- the worker side
+
+
+def run_task(task: TraceTask) -> list[str] | tuple[str, str]:
+    """Run a trace's pending cells; the summaries as JSON text, in cell order; or ("error", message)."""
+    try:
+        return _run_task(task)
+    except CtxsimError as exc:  # travels back as text: an exception class may not pickle across processes
+        return ("error", str(exc))
+
+
+def _run_task(task: TraceTask) -> list[str]:
+    from ctxsim.api import replay_choices
+    from ctxsim.engine import resolve as resolve_setup
+    from ctxsim.formats import read_traces
+    from ctxsim.policyspec import Choice, resolve
+    from ctxsim.tokens import DEFAULT
+
+    opts = dataclasses.replace(task.options, jobs=1)
+    trace = read_traces([task.path], task.fmt, skip_bad_lines=opts.skip_bad_lines)
+    if trace.digest != task.digest:
+        raise CtxsimError(f"{task.path}: the file changed while the sweep ran (digest {trace.digest[:19]}..., "
+                          f"expected {task.digest[:19]}...)")
+    calibration: Any = None
+    if opts.calibrate:  # as api.replay_trace does
+        from ctxsim.calibrate import calibrated
+        from ctxsim.engine import Setup
+
+        trace, framing, setup, calibration = calibrated(trace, opts.tokenizer or DEFAULT, opts.framing,
+                                                        Setup(hidden_prefix_tokens=opts.hidden_prefix_tokens))
+        opts = dataclasses.replace(opts, framing=framing, hidden_prefix_tokens=setup.hidden_prefix_tokens)
+    from ctxsim.api import _setup_for
+
+    choices: list[Choice] = []
+    budgets: list[int | None] = []
+    for cell in task.cells:
+        choice = next(c for c in resolve([cell.spec]) if c.label == cell.label)
+        tokens = None
+        if cell.budget.label != NO_BUDGET:
+            window = cell.budget.tokens
+            if window is None:
+                window = resolve_setup(trace, _setup_for(choice, opts)[2])[0].window
+            tokens = cell.budget.resolve(window)
+            assert tokens is not None
+            if tokens <= 0:
+                raise CtxsimError(f"{task.path}: budget {cell.budget.label} of a {window:,}-token window is 0 tokens")
+            choice = Choice(choice.label, with_budget(choice.policy, tokens), choice.preset)
+        choices.append(choice)
+        budgets.append(tokens)
+    result = replay_choices(trace, task.path, choices, opts)
+    recorded = _recorded(trace, result.manifest.get("provider"))
+    out: list[str] = []
+    tables = []
+    for cell, tokens, run in zip(task.cells, budgets, result.runs, strict=True):
+        summary = _summary(task, cell, tokens, run, result.manifest, recorded, trace)
+        if calibration is not None:
+            summary["calibrated"] = True
+        out.append(json.dumps(summary, sort_keys=True, separators=(",", ":")))
+        if task.out_dir is not None:
+            tables.append(_arrow_table(cell, tokens, run))
+    if task.out_dir is not None:
+        path = trace_folder(task.out_dir, task.trace_id) / part_name(c.cell for c in task.cells)
+        _write_part(path, tables, out)
+    return out
+
+
+def _recorded(trace: Any, provider: str | None) -> dict[str, dict[str, Any]]:
+    """What each session's log says it was billed: its requests that recorded usage, priced as logged."""
+    from ctxsim.pricing import Bill, Pricer
+
+    pricers: dict[tuple[str, str], Any] = {}
+    out: dict[str, dict[str, Any]] = {}
+    for session in trace.sessions:
+        cost = Decimal(0)
+        with_usage = unpriced = 0
+        for m in session.messages:
+            if m.role != "assistant" or m.usage is None:
+                continue
+            with_usage += 1
+            model = m.model or session.model
+            key = (session.provider or provider or "", model or "")
+            if key not in pricers:
+                try:
+                    pricers[key] = Pricer(*key) if model else None
+                except CtxsimError:
+                    pricers[key] = None
+            pricer = pricers[key]
+            if pricer is None:
+                unpriced += 1
+                continue
+            u = m.usage
+            cost += pricer.cost(Bill(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens,
+                                     u.cache_write_1h_tokens, u.output_tokens), m.ts_s if m.ts else None)
+        out[session.id] = {"requests_with_usage": with_usage, "unpriced_requests": unpriced,
+                           "recorded_cost_usd": str(cost) if with_usage and not unpriced else None}
+    return out
+
+
+def _summary(task: TraceTask, cell: CellSpec, tokens: int | None, run: Any, manifest: dict[str, Any],
+             recorded: dict[str, dict[str, Any]], trace: Any) -> dict[str, Any]:
+    window = run.policy.get("setup", {}).get("window") or manifest["window"]
+    limit = window - manifest["output_reserve"]
+    sessions: dict[str, dict[str, Any]] = {}
+    order: list[str] = [s.id for s in trace.sessions]
+    for sid in order:
+        sessions[sid] = {"session": sid, "requests": 0, "summarize_requests": 0, "input_tokens": 0,
+                         "cache_read_tokens": 0, "output_tokens": 0, "peak_context_tokens": 0,
+                         "first_overflow_request": None, "cost_usd": Decimal(0), "summarize_cost_usd": Decimal(0),
+                         "events": 0, **recorded.get(sid, {})}
+    for row in run.rows:
+        s = sessions[row.session]
+        s["input_tokens"] += row.input_tokens
+        s["cache_read_tokens"] += row.cache_read_tokens
+        s["output_tokens"] += row.output_tokens
+        s["cost_usd"] += row.cost_usd
+        if row.kind == "request":
+            s["requests"] += 1
+            s["peak_context_tokens"] = max(s["peak_context_tokens"], row.context_tokens)
+            if s["first_overflow_request"] is None and row.context_tokens > limit:
+                s["first_overflow_request"] = row.index
+        else:
+            s["summarize_requests"] += 1
+            s["summarize_cost_usd"] += row.cost_usd
+    for event in run.events:
+        if event.session in sessions:
+            sessions[event.session]["events"] += 1
+    for meter in LOSS_METERS:
+        for sid, values in meter(run, trace).items():
+            sessions[sid].setdefault("loss", {}).update(values)
+    for s in sessions.values():
+        s["cost_usd"] = str(s["cost_usd"])
+        s["summarize_cost_usd"] = str(s["summarize_cost_usd"])
+        for key, value in list(s.get("loss", {}).items()):
+            if isinstance(value, Decimal):
+                s["loss"][key] = str(value)
+    return {"schema": SCHEMA, "cell": cell.cell, "trace_id": task.trace_id, "digest": task.digest,
+            "label": cell.label, "budget": cell.budget.label, "budget_tokens": tokens,
+            "policy": {k: v for k, v in run.policy.items() if k != "label"}, "window": window,
+            "output_reserve": manifest["output_reserve"], "price_notes": list(manifest.get("price_notes", [])),
+            "totals": run.totals.to_json(), "sessions": [sessions[sid] for sid in order]}
+
+
+def _arrow_table(cell: CellSpec, tokens: int | None, run: Any) -> Any:
+    import pyarrow as pa
+
+    from ctxsim.meter import MONEY_FIELDS, Row, to_columns
+
+    names = [f.name for f in dataclasses.fields(Row)]
+    columns = to_columns(run.rows, Row)
+    n = len(run.rows)
+    data: dict[str, Any] = {  # the trace is the partition (`trace=<id>` folders), not a column
+        "cell": pa.array([cell.cell] * n, pa.string()),
+        "policy": pa.array([cell.label] * n, pa.string()),
+        "budget": pa.array([cell.budget.label] * n, pa.string()),
+        "budget_tokens": pa.array([tokens] * n, pa.int64()),
+    }
+    money = pa.decimal128(38, 18)
+    for name, values in zip(names, columns, strict=True):
+        if name in MONEY_FIELDS:  # exact: from the text of each Decimal (and 30x faster than from Decimals)
+            data[name] = pa.array(values, pa.string()).cast(money)
+        elif name in ("rewrite",):
+            data[name] = pa.array(values, pa.bool_())
+        elif name in ("session", "kind", "ts"):
+            data[name] = pa.array(values, pa.string())
+        else:
+            data[name] = pa.array(values, pa.int64())
+    return pa.table(data)
+
+
+def _write_part(path: Path, tables: list[Any], summaries: list[str]) -> None:
+    """One task's rows (all its cells), the cells' summaries in the file's metadata; written whole or not at all."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ctxsim.fileio import atomic_write
+
+    table = pa.concat_tables(tables)
+    table = table.replace_schema_metadata({CELLS_META_KEY: ("[" + ",".join(summaries) + "]").encode()})
+    with atomic_write(path, "wb") as out:
+        pq.write_table(table, out, compression="zstd")
+
+
+def read_parts(folder: Path) -> dict[str, str]:
+    """cell id -> summary, from every finished file in a trace's folder (a file cut short is ignored: run again)."""
+    import pyarrow.parquet as pq
+
+    found: dict[str, str] = {}
+    if not folder.is_dir():
+        return found
+    for path in sorted(folder.glob("*.parquet")):
+        try:
+            text = (pq.read_schema(path).metadata or {}).get(CELLS_META_KEY)
+            summaries = json.loads(text) if text else []
+        except (OSError, ValueError):
+            continue
+        for summary in summaries:
+            found[summary["cell"]] = json.dumps(summary, sort_keys=True, separators=(",", ":"))
+    return found
+
+
+# ---------------------------------------------------------------- the parent side
+
+
+@dataclass
+class Plan:
+    inputs: list[tuple[str, str, str]]  # (path, digest, trace id)
+    policies: list[PolicyEntry]
+    budgets: list[Budget]
+    options: Any
+    fmt: str | None
+    cells: dict[tuple[int, str, str], str] = field(default_factory=dict)  # (input, label, budget) -> cell id
+    tasks: list[TraceTask] = field(default_factory=list)
+    done: dict[str, str] = field(default_factory=dict)  # cell id -> summary JSON (found in the output)
+    skipped: int = 0
+    left_out: list[tuple[str, str]] = field(default_factory=list)  # (file, why): in the folders, not traces
+
+
+def budgets_for(entry: PolicyEntry, budgets: Sequence[Budget]) -> list[Budget]:
+    return list(budgets) if entry.takes_budget and budgets != [AS_WRITTEN] else [AS_WRITTEN]
+
+
+def plan(paths: Sequence[str], specs: Sequence[str], budgets: Sequence[Budget], options: Any, fmt: str | None,
+         out_dir: str | None) -> Plan:
+    from ctxsim.pricing import price_data_version
+
+    from ctxsim.policyspec import resolve
+
+    entries = resolve_policies(specs)  # bad specs fail before any work, and so do bad absolute budgets
+    left_out: list[tuple[str, str]] = []
+    for entry in entries:
+        for budget in budgets_for(entry, budgets):
+            if budget.tokens is not None:
+                with_budget(next(c for c in resolve([entry.spec]) if c.label == entry.label).policy, budget.tokens)
+    files = expand_inputs(paths, fmt, left_out)
+    prices = price_data_version()
+    opts = options_json(options) | {"format": fmt}
+    inputs = []
+    for path in files:
+        digest = file_digest(path)
+        inputs.append((path, digest, trace_id(path, digest)))
+    p = Plan(inputs, entries, list(budgets), options, fmt, left_out=sorted(set(left_out)))
+    pending: dict[str, list[CellSpec]] = {}
+    first_path: dict[str, tuple[str, str]] = {}
+    existing: dict[str, dict[str, str]] = {}
+    for i, (path, digest, tid) in enumerate(inputs):
+        if out_dir is not None and tid not in existing:
+            existing[tid] = read_parts(trace_folder(out_dir, tid))
+        for entry in entries:
+            for budget in budgets_for(entry, budgets):
+                cid = cell_id(digest, entry, budget, opts, prices)
+                p.cells[(i, entry.label, budget.label)] = cid
+                if cid in p.done or any(c.cell == cid for c in pending.get(tid, ())):
+                    continue
+                if cid in existing.get(tid, {}):
+                    p.done[cid] = existing[tid][cid]
+                    p.skipped += 1
+                    continue
+                pending.setdefault(tid, []).append(CellSpec(cid, entry.spec, entry.label, budget))
+                first_path.setdefault(tid, (path, digest))
+    for tid, cells in pending.items():
+        path, digest = first_path[tid]
+        p.tasks.append(TraceTask(path, digest, tid, fmt, options, tuple(cells), out_dir))
+    return p
+
+
+def execute(p: Plan, jobs: int, cluster: str | None = None,
+            progress: Callable[[int], None] | None = None) -> None:
+    """Run the plan's tasks (one process, a process pool, or a Dask cluster); fill `p.done`."""
+    tasks = p.tasks
+    if not tasks:
+        return
+
+    def take(task: TraceTask, result: list[str] | tuple[str, str]) -> None:
+        if isinstance(result, tuple):
+            raise CtxsimError(result[1])
+        for cell, summary in zip(task.cells, result, strict=True):
+            p.done[cell.cell] = summary
+        if progress is not None:
+            progress(len(task.cells))
+
+    if cluster is not None:
+        from ctxsim.sweep_dask import run_on_cluster
+
+        run_on_cluster(cluster, tasks, run_task, take, jobs)
+        return
+    from ctxsim.parallel import can_fork, run_ordered
+
+    # the biggest files first, so that no long trace starts last and runs alone
+    order = sorted(range(len(tasks)), key=lambda i: (-os.path.getsize(tasks[i].path) * len(tasks[i].cells), i))
+    workers = max(1, min(jobs, len(tasks))) if can_fork() else 1
+
+    def done(i: int, result: list[str] | tuple[str, str]) -> None:
+        take(tasks[i], result)
+
+    run_ordered(lambda i: run_task(tasks[i]), len(tasks), workers, done, order)
+
+
+# ---------------------------------------------------------------- aggregation and tables
+
+
+def _s(value: Decimal) -> str:
+    """Exact, never in exponent form (`0E-8`)."""
+    return format(value, "f")
+
+
+def _dec(text: str | None) -> Decimal:
+    return Decimal(text) if text is not None else Decimal(0)
+
+
+def _loss_columns(summaries: Iterable[dict[str, Any]]) -> list[str]:
+    names: set[str] = set()
+    for s in summaries:
+        for session in s["sessions"]:
+            names.update(session.get("loss", {}))
+    return sorted(names)
+
+
+@dataclass
+class Report:
+    """The sweep's results, aggregated from the cell summaries (no rows)."""
+
+    plan: Plan  # its `done`: each cell's summary as JSON text (parsed when read: text is a tenth of the dicts)
+
+    def summary(self, i: int, label: str, budget: str) -> dict[str, Any]:
+        return json.loads(self.plan.done[self.plan.cells[(i, label, budget)]])
+
+    def summaries(self) -> Iterable[dict[str, Any]]:
+        return (json.loads(self.plan.done[cid]) for cid in sorted(set(self.plan.cells.values())))
+
+    def baseline_label(self) -> str:
+        return next(e.label for e in self.plan.policies if e.effective["name"] == "none")
+
+    def policy_rows(self) -> tuple[list[str], list[list[str]]]:
+        loss = _loss_columns(self.summaries())
+        headers = ["policy", "budget", "traces", "sessions", "requests", "cost_usd", "none_cost_usd",
+                   "saving_usd", "saving_pct", "sessions_over_window", "peak_context_tokens", "summarizer_cost_usd",
+                   "events"] + [f"loss_{c}" for c in loss]
+        base = self.baseline_label()
+        rows = []
+        for entry in self.plan.policies:
+            for budget in budgets_for(entry, self.plan.budgets):
+                cost = none_cost = summarize = Decimal(0)
+                sessions = requests = over = events = peak = 0
+                losses = {c: Decimal(0) for c in loss}
+                for i in range(len(self.plan.inputs)):
+                    s = self.summary(i, entry.label, budget.label)
+                    b = self.summary(i, base, NO_BUDGET)
+                    for sess in s["sessions"]:
+                        sessions += 1
+                        requests += sess["requests"]
+                        cost += _dec(sess["cost_usd"])
+                        summarize += _dec(sess["summarize_cost_usd"])
+                        over += sess["first_overflow_request"] is not None
+                        events += sess["events"]
+                        peak = max(peak, sess["peak_context_tokens"])
+                        for c in loss:
+                            losses[c] += Decimal(str(sess.get("loss", {}).get(c, 0)))
+                    none_cost += sum((_dec(x["cost_usd"]) for x in b["sessions"]), Decimal(0))
+                saving = none_cost - cost
+                pct = f"{saving / none_cost * 100:.1f}" if none_cost else "n/a"
+                rows.append([entry.label, budget.label, str(len(self.plan.inputs)), str(sessions), str(requests),
+                             _s(cost), _s(none_cost), _s(saving), pct, str(over), str(peak), _s(summarize),
+                             str(events)] + [_s(losses[c]) for c in loss])
+        return headers, rows
+
+    def session_rows(self) -> tuple[list[str], list[list[str]]]:
+        loss = _loss_columns(self.summaries())
+        headers = ["trace", "session", "policy", "budget", "budget_tokens", "requests", "cost_usd", "none_cost_usd",
+                   "saving_usd", "recorded_cost_usd", "peak_context_tokens", "first_overflow_request",
+                   "events"] + [f"loss_{c}" for c in loss]
+        base = self.baseline_label()
+        rows = []
+        for i, (path, _, tid) in enumerate(self.plan.inputs):
+            b = {x["session"]: x for x in self.summary(i, base, NO_BUDGET)["sessions"]}
+            for entry in self.plan.policies:
+                for budget in budgets_for(entry, self.plan.budgets):
+                    s = self.summary(i, entry.label, budget.label)
+                    for sess in s["sessions"]:
+                        none_cost = _dec(b[sess["session"]]["cost_usd"])
+                        cost = _dec(sess["cost_usd"])
+                        first = sess["first_overflow_request"]
+                        rows.append([path, sess["session"], entry.label, budget.label,
+                                     "" if s["budget_tokens"] is None else str(s["budget_tokens"]),
+                                     str(sess["requests"]), _s(cost), _s(none_cost), _s(none_cost - cost),
+                                     sess.get("recorded_cost_usd") or "", str(sess["peak_context_tokens"]),
+                                     "" if first is None else str(first), str(sess["events"])]
+                                    + [str(sess.get("loss", {}).get(c, "")) for c in loss])
+        return headers, rows
+
+    def recorded(self) -> tuple[int, int, Decimal, Decimal]:
+        """(sessions whose every logged request is priced, sessions, their recorded bill, none's replay of them)."""
+        base = self.baseline_label()
+        priced = total = 0
+        cost = replayed = Decimal(0)
+        for i in range(len(self.plan.inputs)):
+            for sess in self.summary(i, base, NO_BUDGET)["sessions"]:
+                total += 1
+                if sess.get("recorded_cost_usd") is not None:
+                    priced += 1
+                    cost += Decimal(sess["recorded_cost_usd"])
+                    replayed += Decimal(sess["cost_usd"])
+        return priced, total, cost, replayed
+
+    def notes(self) -> list[str]:
+        notes: set[str] = set()
+        for s in self.summaries():
+            notes.update(s.get("price_notes", []))
+        return sorted(notes)
+
+    def manifest(self) -> dict[str, Any]:
+        from ctxsim.pricing import price_data_latest_change, price_data_version
+
+        return {
+            "schema": SCHEMA,
+            "ctxsim_version": __version__,
+            "prices": price_data_version(),
+            "price_data_latest_change": price_data_latest_change(),
+            "price_notes": self.notes(),
+            "assumption": "open-loop replay: the agent's recorded outputs are replayed unchanged whatever the "
+                          "policy does",
+            "budget_params": {
+                "clear": "trigger", "compact": "trigger, compact_above (compact_at, headroom_tokens cleared)",
+                "server_compact": "trigger", "scored": "budget", "tiered": "max_context_tokens", "zones": "window",
+                "others": "no budget: run once, budget '-'"},
+            "budgets": [b.to_json() for b in self.plan.budgets],
+            "policies": [{"label": e.label, "spec": e.spec, "effective": e.effective, "takes_budget": e.takes_budget,
+                          "cells": {b.label: self._effective_at(e, b) for b in budgets_for(e, self.plan.budgets)}}
+                         for e in self.plan.policies],
+            "options": options_json(self.plan.options) | {"format": self.plan.fmt},
+            "inputs": [{"path": path, "digest": digest, "trace_id": tid} for path, digest, tid in self.plan.inputs],
+            "left_out": [{"path": path, "why": why} for path, why in self.plan.left_out],
+            "cells": len(self.plan.cells),
+            "dataset": "cells/trace=<trace_id>/<part>.parquet: per-request rows of the cells run together on that "
+                       "trace (columns cell, policy, budget, budget_tokens and the rows' fields); the cells' "
+                       "summaries as a JSON list in the file's metadata key ctxsim.cells",
+        }
+
+    def _effective_at(self, entry: PolicyEntry, budget: Budget) -> Any:
+        """The effective policy of a budget: the same for every trace when absolute, per trace when a fraction."""
+        if budget.label == NO_BUDGET:
+            return None
+        if budget.tokens is not None:
+            s = self.summary(0, entry.label, budget.label)
+            return s["policy"].get("params") if "stages" not in s["policy"] else s["policy"]["stages"]
+        return f"{budget.fraction} of each trace's window (per-trace effective parameters in each cell's summary)"
+
+
+def load_report(p: Plan) -> Report:
+    wanted = set(p.cells.values())
+    missing = wanted - set(p.done)
+    if missing:
+        raise CtxsimError(f"{len(missing)} cell(s) have no result")
+    return Report(p)
+
+
+def csv_text(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(headers)
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+__all__ = ["BUDGET_PARAMS", "LOSS_METERS", "Budget", "Plan", "Report", "TraceTask", "csv_text", "execute",
+           "expand_inputs", "is_corpus", "load_report", "parse_budgets", "plan", "run_task", "with_budget"]
