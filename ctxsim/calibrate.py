@@ -677,7 +677,6 @@ def _assess(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibratio
     """Replay the calibrated `none` once: in-sample quality, recorded and simulated cost, and the cost range."""
     applied = cal.apply(trace, counter)
     replayer, _, _, per_session = replay_none(applied, counter, cal.framing(), cal.setup())
-    pricer = replayer.pricer
     writes_cache = replayer.resolved.provider == "anthropic"
     breaks = 0
     errors: list[float] = []
@@ -696,6 +695,7 @@ def _assess(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibratio
             u = r.recorded.usage
             assert u is not None
             row = r.row
+            pricer = replayer.pricer_for(session, r.recorded)  # the request's own model's prices
             errors.append((row.input_tokens - u.input_tokens) / u.input_tokens)
             rec_in += u.input_tokens
             sim_in += row.input_tokens

@@ -182,7 +182,6 @@ def validate(trace: Trace, tokenizer: str = "o200k_base", calibrate: bool = True
     if rule is not None and rule.dropped_tokens:
         rules.append(f"provider rule: reasoning of turns before the latest user message dropped "
                      f"({rule.dropped_tokens:,} tokens taken out of the prompt)")
-    pricer = replayer.pricer
     checks: list[RequestCheck] = []
     ttl = _ttl(replayer.resolved.provider, replayer.resolved.model_id)
     for session, requests in zip(replayed.sessions, per_session, strict=True):
@@ -199,7 +198,7 @@ def validate(trace: Trace, tokenizer: str = "o200k_base", calibrate: bool = True
                 context.after_request(message, None)
                 continue
             ts_s = message.ts_s
-            recorded_cost = pricer.cost(Bill(usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
+            recorded_cost = replayer.pricer_for(session, message).cost(Bill(usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
                                              usage.cache_write_1h_tokens, usage.output_tokens), ts_s)
             check = RequestCheck(
                 request=row.request, session=session.id, index=row.index, ts=message.ts,
