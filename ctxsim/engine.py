@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
-from ctxsim.caching import CacheModel, CacheResult, CacheSpec, cache_spec
+from ctxsim.caching import CacheModel, CacheResult, CacheSpec, WarmStart, cache_spec
 from ctxsim.composition import Composition, Snapshots, column_of
 from ctxsim.counting import Framing, MessageSizer, blocks
 from ctxsim.history import History, Item, SideCall
@@ -296,6 +296,9 @@ class Replayer:
         spec = self.resolved.cache
         own = own or self.pricer
         cache = spec.build(own.model_id)  # the session's own model's cache rules (minimum cacheable prefix)
+        warm_start = session.extra.get("warm_start_tokens")  # a prefix cached before its log began (calibrate)
+        if isinstance(warm_start, int) and warm_start > 0:
+            cache = WarmStart(cache, warm_start)
         request_pricer = self.pricers.request
         window = self.resolved.window
         reserve = self.setup.output_reserve

@@ -276,9 +276,10 @@ class _SessionFacts:
         first = self.index == 0
         if first and self.compacted:
             out.append("first request after the agent's own compaction (the summarising call is not logged)")
-        if first and rec_read > sim_read:
+        if first and rec_read > 0:
             out.append(f"first request of its session, yet {rec_read:,} tokens came from the cache: that prefix "
-                       "(system prompt and tools) was cached before this log starts")
+                       "(system prompt and tools) was cached before this log starts"
+                       + (" (the replay reads it warm, as recorded)" if sim_read >= rec_read else ""))
         if gap is not None and ttl is not None and gap > ttl and rec_read > sim_read:
             out.append(f"{_duration(gap)} since the previous request, past the {_duration(ttl)} cache lifetime, yet "
                        f"{rec_read:,} tokens were read: kept warm outside this log")
