@@ -130,3 +130,51 @@ def test_a_recorded_warm_first_read_is_replayed_and_the_cold_start_is_the_high_e
     assert check.simulated_cache_read_tokens == 2_000 == check.recorded_cache_read_tokens
     low, high = result.cost_range_usd
     assert low <= result.simulated_cost < high
+
+
+# ---------------------------------------------------------------- attachment lines are content that was sent
+
+
+def _line(kind: str, uuid: str, second: int, **more: object) -> str:
+    import json
+
+    record = {"type": kind, "uuid": uuid, "sessionId": "S", "version": "2.1.20",
+              "timestamp": f"2026-01-13T16:56:{second:02d}Z", **more}
+    return json.dumps(record)
+
+
+def test_claude_code_attachment_text_is_replayed_after_the_tool_results(tmp_path):
+    from ctxsim.formats import FileReport, read_traces
+
+    usage = {"input_tokens": 10, "cache_creation_input_tokens": 3000, "cache_read_input_tokens": 0,
+             "output_tokens": 20}
+    file_text = "def total(lines):\n    return sum(l.amount for l in lines)\n" * 20
+    lines = [
+        _line("user", "u1", 0, message={"role": "user", "content": "fix the totals"}),
+        _line("assistant", "a1", 2, requestId="r1", message={
+            "id": "m1", "role": "assistant", "model": "claude-sonnet-4-5", "stop_reason": "tool_use", "usage": usage,
+            "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a.py"}}]}),
+        # an @-mentioned file and a hook's output, logged before the tool result they travel with
+        _line("attachment", "at1", 3, attachment={"type": "file", "filename": "b.py",
+                                                  "content": {"type": "text", "file": {"content": file_text}}}),
+        _line("attachment", "at2", 3, attachment={"type": "deferred_tools_delta", "added": 2}),
+        _line("user", "u2", 4, message={"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "a.py contents"}]}),
+        _line("attachment", "at3", 5, attachment={"type": "hook_success", "hookName": "PostToolUse",
+                                                  "content": "lint: 0 problems"}),
+        _line("assistant", "a2", 7, requestId="r2", message={
+            "id": "m2", "role": "assistant", "model": "claude-sonnet-4-5", "stop_reason": "end_turn",
+            "usage": {**usage, "cache_read_input_tokens": 3000, "input_tokens": 400},
+            "content": [{"type": "text", "text": "done"}]}),
+    ]
+    path = tmp_path / "S.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    reports: list[FileReport] = []
+    trace = read_traces([str(path)], None, True, reports)
+    roles = [(m.role, m.extra.get("attachment")) for m in trace.sessions[0].messages]
+    assert roles == [("user", None), ("assistant", None), ("tool", None), ("user", "file"),
+                     ("user", "hook_success"), ("assistant", None)]
+    sent = trace.sessions[0].messages
+    assert sent[3].content == file_text and sent[4].content == "lint: 0 problems"
+    notes = " ".join(n for r in reports for n in r.notes)
+    assert "2 attachment line(s)" in notes and "1 attachment line(s) carry no text" in notes
