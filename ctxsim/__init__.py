@@ -1,3 +1,23 @@
-"""ctxsim: replay recorded LLM-agent traces under context-management policies and meter them."""
+"""ctxsim: replay recorded LLM-agent traces under context-management policies and meter them.
+
+The library's entry points (`replay`, `compare`, `load_trace`, `load_run`, `Result`) live in
+`ctxsim.library` and load on first use, so `import ctxsim` (and `ctxsim --help`) stays light.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+__all__ = ["Result", "__version__", "compare", "load_run", "load_trace", "replay"]
+
+if TYPE_CHECKING:
+    from ctxsim.library import Result, compare, load_run, load_trace, replay
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__ and name != "__version__":
+        from ctxsim import library
+
+        return getattr(library, name)
+    raise AttributeError(f"module 'ctxsim' has no attribute {name!r}")

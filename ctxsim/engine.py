@@ -31,6 +31,16 @@ DEFAULT_RESERVE = 20_000
 DEFAULT_CACHE = {"anthropic": "anthropic", "openai": "openai"}
 
 
+def default_cache(provider: str, model: str | None) -> str:
+    """The cache model a provider's requests replay with when none is chosen; Gemini's implicit
+    cache is `prefix` with the model's minimum (caching/data.toml)."""
+    if provider == "google":
+        from ctxsim.caching import model_rules
+
+        return f"prefix:min_tokens={model_rules('google', model)['min_tokens']}"
+    return DEFAULT_CACHE.get(provider, "prefix")
+
+
 @dataclass(frozen=True)
 class Setup:
     """How a trace is replayed, apart from the policy."""
@@ -128,7 +138,7 @@ def resolve(trace: Trace, setup: Setup) -> tuple[Resolved, Pricer]:
     provider = setup.provider or provider or DEFAULT_PROVIDER
     model = setup.model or model or DEFAULT_MODEL
     pricer = Pricer(provider, model)
-    spec = setup.cache or DEFAULT_CACHE.get(pricer.provider_id, "prefix")
+    spec = setup.cache or default_cache(pricer.provider_id, pricer.model_id)
     if setup.cache_ttl and spec.split(":", 1)[0] == "anthropic":
         spec = f"{spec}{',' if ':' in spec else ':'}ttl={setup.cache_ttl}"
     window = setup.window or next((s.window for s in trace.sessions if s.window), None) \

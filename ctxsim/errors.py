@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class CtxsimError(Exception):
     """Bad input or usage: printed as one line, exit code 2."""
@@ -20,3 +22,11 @@ class TraceError(CtxsimError):
 
 class ParameterError(CtxsimError):
     """A policy, cache-model or command parameter that is unknown or of the wrong type."""
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` for the closest of `known` to a mistyped `name`, else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -9,6 +9,7 @@ the whole prompt and the cache fields are parts of it.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
@@ -22,23 +23,45 @@ ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool", "summary")
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
+# The moments a datetime can hold in UTC: years 1 to 9999.
+MIN_TS_S = datetime(1, 1, 1, tzinfo=timezone.utc).timestamp()
+MAX_TS_S = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
+
+
 def parse_ts(text: str) -> float:
-    """ISO 8601 timestamp to epoch seconds (naive times are taken as UTC)."""
+    """ISO 8601 timestamp to epoch seconds (naive times are taken as UTC).
+
+    ValueError (saying what is wrong) for text that is not one, or a moment outside years 1-9999
+    once converted to UTC (`9999-12-31T23:59:59-01:00`), which no later step could format.
+    """
     value = text.strip()
     if value.endswith(("Z", "z")):
         value = value[:-1] + "+00:00"
     moment = datetime.fromisoformat(value)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
+    try:
+        moment.astimezone(timezone.utc)
+    except OverflowError:
+        raise ValueError("outside years 1-9999 once converted to UTC") from None
     return moment.timestamp()
 
 
 def format_ts(seconds: float) -> str:
-    """Epoch seconds to the `2026-01-13T16:56:01Z` form the writer uses."""
-    moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
-    if moment.microsecond:
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    """Epoch seconds to the `2026-01-13T16:56:01Z` form the writer uses.
+
+    ValueError for NaN, infinities and moments outside years 1-9999 (UTC).
+    """
+    if not math.isfinite(seconds) or not MIN_TS_S <= seconds < MAX_TS_S + 1:
+        raise ValueError(f"{seconds!r} seconds is outside years 1-9999")
+    try:
+        moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):  # the platform's time_t may be narrower
+        raise ValueError(f"{seconds!r} seconds is outside the range this platform's clock can hold") from None
+    # not strftime: its %Y does not pad years before 1000 to four digits on every platform
+    text = (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
+            f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}")
+    return f"{text}.{moment.microsecond:06d}Z" if moment.microsecond else f"{text}Z"
 
 
 @dataclass(frozen=True, slots=True)

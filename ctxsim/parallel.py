@@ -4,10 +4,12 @@ A compare replays one trace under many policies; the runs share nothing but the
 trace and its token counts, which the parent has already computed. On Linux the
 parent forks worker processes and works alongside them: each worker inherits the
 parsed trace and the primed token memo by copy-on-write, so nothing is re-read
-or re-tokenized, and only the runs a worker finished travel back (pickled, each
-to a file in a temporary folder that the parent loads, then removes with the
-folder). Results come back in task order, so the output does not depend on how
-many processes ran them.
+or re-tokenized, and only the runs a worker finished travel back (pickled into
+the worker's own anonymous temporary file, which has no name on disk, so
+nothing is left behind whatever ends the run, SIGKILL included). Results come
+back in task order, so the output does not depend on how many processes ran
+them. A worker ignores SIGINT (the parent, interrupted, ends it) and dies with
+its parent (Linux PR_SET_PDEATHSIG), so a killed parent leaves no worker running.
 
 Elsewhere (macOS, Windows: no safe `fork`), or for small jobs where starting
 workers costs more than it saves, the runs go one after the other in-process.
@@ -18,7 +20,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
-import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -93,25 +95,45 @@ def _take(order: Sequence[int], cursor: Any) -> int | None:
 
 
 class _Channel:
-    """Workers to this process: each result in a file of its own, a short note of it on a pipe.
+    """Workers to this process: each result appended to the worker's own temporary file, a short
+    note of it (file, offset, size) on a pipe.
 
-    A worker writes its finished run to a file (page cache, no pipe to fill) and goes on with
+    A worker writes its finished run to its file (page cache, no pipe to fill) and goes on with
     the next task; the note on the pipe is a few bytes, so a worker never waits for this process
-    to read. This process loads a run when it gets to it.
+    to read. This process loads a run when it gets to it (pread: the files' offsets are the
+    workers'). The files are opened here before the fork and have no name (O_TMPFILE, or unlinked
+    at once where that is missing): the system frees them when the last process holding them ends.
     """
 
-    def __init__(self, context: Any, folder: str) -> None:
-        self.folder = folder
+    def __init__(self, context: Any, workers: int) -> None:
         self.reader, self.writer = context.Pipe(duplex=False)
         self.lock = context.Lock()  # one note at a time on the pipe
+        self.files = []
+        try:
+            for _ in range(workers):
+                self.files.append(tempfile.TemporaryFile())  # noqa: SIM115 - closed in close()
+        except BaseException:
+            self.close()
+            raise
+        self._slot = -1  # in a worker: which file is its own
+        self._out: Any = None
 
-    def _path(self, index: int) -> str:
-        return os.path.join(self.folder, f"{index}.pickle")
+    def attach(self, slot: int) -> None:
+        """In a worker: write to file `slot` from now on."""
+        self._slot = slot
+        self._out = os.fdopen(os.dup(self.files[slot].fileno()), "wb")
+
+    def close(self) -> None:
+        for handle in self.files:
+            handle.close()
+        self.reader.close()
+        self.writer.close()
 
     def send(self, index: int, result: object) -> None:
-        with open(self._path(index), "wb") as out:
-            pickle.dump(result, out, pickle.HIGHEST_PROTOCOL)
-        self._note((index, True, None))
+        at = self._out.tell()
+        pickle.dump(result, self._out, pickle.HIGHEST_PROTOCOL)
+        self._out.flush()
+        self._note((index, True, (self._slot, at, self._out.tell() - at)))
 
     def fail(self, index: int, error: BaseException) -> None:
         self._note((index, False, error))
@@ -126,16 +148,42 @@ class _Channel:
             if all(not w.is_alive() for w in workers) and not self.reader.poll(0):
                 codes = ", ".join(str(w.exitcode) for w in workers)
                 raise CtxsimError(f"a worker process ended without its results (exit codes {codes})")
-        index, ok, error = self.reader.recv()
+        index, ok, payload = self.reader.recv()
         if not ok:
-            raise error  # type: ignore[misc]
-        with open(self._path(index), "rb") as data:
-            return index, pickle.load(data)
+            raise payload  # type: ignore[misc]
+        slot, at, size = payload  # type: ignore[misc]
+        fd = self.files[slot].fileno()
+        parts = []
+        while size > 0:
+            part = os.pread(fd, size, at)
+            if not part:
+                raise CtxsimError("a worker's result is shorter than it said")
+            parts.append(part)
+            at += len(part)
+            size -= len(part)
+        return index, pickle.loads(b"".join(parts))
 
 
-def _worker(order: Sequence[int], cursor: Any, channel: _Channel) -> None:
+def _die_with_parent(parent: int) -> None:
+    """In a worker: the system kills this process when its parent ends (SIGKILL included), so no
+    worker runs on, orphaned; SIGINT is the parent's to handle (it ends the workers)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux's libc: the parent's terminate() still ends it
+        pass
+    if os.getppid() != parent:  # the parent ended before the line above
+        os._exit(1)
+
+
+def _worker(order: Sequence[int], cursor: Any, channel: _Channel, slot: int, parent: int) -> None:
     """A forked process: take tasks until none are left, send each result (or the error) back."""
     assert _task is not None
+    _die_with_parent(parent)
+    channel.attach(slot)
     while (index := _take(order, cursor)) is not None:
         try:
             channel.send(index, _task(index))
@@ -155,9 +203,9 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
     """
     if jobs > 1:
         context = multiprocessing.get_context("fork")
-        try:  # a shared counter needs POSIX semaphores and the runs a temporary folder: not everywhere
+        try:  # a shared counter needs POSIX semaphores and the runs temporary files: not everywhere
             cursor = context.Value("l", 0)
-            folder = tempfile.mkdtemp(prefix="ctxsim-runs-")
+            channel = _Channel(context, jobs - 1)
         except OSError:
             jobs = 1
     arrived: dict[int, T] = {}
@@ -175,10 +223,9 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
     order = list(first if first is not None else range(count))
     outer = _task  # set when a task shares out work of its own (counting a big batch in a run)
     try:
-        channel = _Channel(context, folder)
         _task = task
-        workers = [context.Process(target=_worker, args=(order, cursor, channel), daemon=True)
-                   for _ in range(jobs - 1)]
+        workers = [context.Process(target=_worker, args=(order, cursor, channel, slot, os.getpid()), daemon=True)
+                   for slot in range(jobs - 1)]
         try:
             for worker in workers:
                 try:
@@ -199,10 +246,8 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
                 if worker.is_alive():
                     worker.terminate()
                 worker.join()
-            channel.reader.close()
-            channel.writer.close()
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        channel.close()
     return [arrived[i] for i in range(count)]
 
 

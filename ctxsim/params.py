@@ -16,7 +16,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
-from ctxsim.errors import ParameterError
+from ctxsim.errors import ParameterError, did_you_mean
 
 P = TypeVar("P")
 
@@ -121,7 +121,7 @@ def build_params(cls: type[P], values: Mapping[str, Any], owner: str) -> P:
     for key, raw in values.items():
         if key not in fields:
             known = ", ".join(fields) or "(none)"
-            raise ParameterError(f"{owner}: unknown parameter {key!r}; known: {known}")
+            raise ParameterError(f"{owner}: unknown parameter {key!r}{did_you_mean(key, fields)}; known: {known}")
         try:
             kwargs[key] = _convert(raw, hints[key])
         except (ValueError, TypeError):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxsim.errors import CtxsimError, ParameterError
+from ctxsim.errors import CtxsimError, ParameterError, did_you_mean
 from ctxsim.params import split_spec
 from ctxsim.policies import Policy, make_policy, parse_policy, policies
 from ctxsim.policies.pipeline import pipeline_of
@@ -101,9 +101,36 @@ ANTHROPIC_EDITS = {
 }
 
 
+MAX_POLICY_FILE_BYTES = 1 << 20  # a policy file is a few lines; a bigger one is not a policy file
+
+
+def _read_text(path: Path) -> str:
+    """A policy file's text: a regular file, at most MAX_POLICY_FILE_BYTES, UTF-8 (a BOM allowed);
+    anything else a one-line error naming the file (and the line of a bad byte)."""
+    import os
+    import stat
+
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise CtxsimError(f"{path}: not a regular file")
+        if info.st_size > MAX_POLICY_FILE_BYTES:
+            raise CtxsimError(f"{path}: {info.st_size:,} bytes, too big for a policy file "
+                              f"(at most {MAX_POLICY_FILE_BYTES:,})")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise CtxsimError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise CtxsimError(f"{path}:{line}: not UTF-8 (invalid byte 0x{raw[exc.start]:02x} at byte "
+                          f"{exc.start:,})") from None
+
+
 def _anthropic_edit(edit: Mapping[str, Any], where: str) -> Policy:
     kind = edit.get("type")
-    if kind not in ANTHROPIC_EDITS:
+    if not isinstance(kind, str) or kind not in ANTHROPIC_EDITS:
         raise CtxsimError(f"{where}: unknown context_management edit type {kind!r}; known: "
                           + ", ".join(ANTHROPIC_EDITS))
     values: dict[str, Any] = {}
@@ -127,9 +154,9 @@ def _anthropic_edit(edit: Mapping[str, Any], where: str) -> Policy:
 
 def _from_json(path: Path, label: str) -> Choice:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CtxsimError(f"{path}: not valid JSON ({exc})") from None
+        data = json.loads(_read_text(path))
+    except (ValueError, RecursionError) as exc:
+        raise CtxsimError(f"{path}: not valid JSON ({exc or 'nested too deeply'})") from None
     block = data.get("context_management", data) if isinstance(data, dict) else None
     edits = block.get("edits") if isinstance(block, dict) else None
     if not isinstance(edits, list) or not edits:
@@ -155,7 +182,7 @@ def _toml_entry(name: str, entry: Any, path: Path) -> Choice:
             if isinstance(stage, str):
                 built.append(_choice(stage).policy)
                 specs.append(stage)
-            elif isinstance(stage, dict) and "policy" in stage:
+            elif isinstance(stage, dict) and isinstance(stage.get("policy"), str):
                 values = {k: v for k, v in stage.items() if k != "policy"}
                 try:
                     built.append(make_policy(stage["policy"], values))
@@ -166,13 +193,16 @@ def _toml_entry(name: str, entry: Any, path: Path) -> Choice:
                 raise CtxsimError(f"{where}.stages[{i}]: expected a spec string or a table with 'policy'")
         return Choice(name, built[0] if len(built) == 1 else pipeline_of(built, specs))
     if "preset" in entry:
-        preset = presets().get(entry["preset"])
+        preset = presets().get(entry["preset"]) if isinstance(entry["preset"], str) else None
         if preset is None:
-            raise CtxsimError(f"{where}: unknown preset {entry['preset']!r}")
+            raise CtxsimError(f"{where}: unknown preset {entry['preset']!r}"
+                              f"{did_you_mean(str(entry['preset']), presets())}")
         values = {k: str(v) for k, v in entry.items() if k != "preset"}
         return dataclasses.replace(_preset_choice(name, preset, values), label=name)
     if "policy" not in entry:
         raise CtxsimError(f"{where}: needs 'policy', 'preset' or 'stages'")
+    if not isinstance(entry["policy"], str):
+        raise CtxsimError(f"{where}: 'policy' must be a policy name (a string)")
     try:
         return Choice(name, make_policy(entry["policy"], {k: v for k, v in entry.items() if k != "policy"}))
     except ParameterError as exc:
@@ -181,7 +211,7 @@ def _toml_entry(name: str, entry: Any, path: Path) -> Choice:
 
 def _from_toml(path: Path, only: str | None) -> Iterator[Choice]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(_read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise CtxsimError(f"{path}: not valid TOML ({exc})") from None
     table = data.get("policies")
@@ -205,7 +235,8 @@ def _choice(spec: str) -> Choice:
     if name in table and name not in policies():
         return _preset_choice(spec, table[name], values)
     if name not in policies():
-        raise ParameterError(f"unknown policy or preset {name!r}; policies: {', '.join(policies())}; "
+        raise ParameterError(f"unknown policy or preset {name!r}{did_you_mean(name, [*policies(), *table])}; "
+                             f"policies: {', '.join(policies())}; "
                              f"presets: {', '.join(table)}")
     return Choice(spec, parse_policy(spec))
 
@@ -217,11 +248,11 @@ def resolve(specs: Sequence[str]) -> list[Choice]:
         file_part, _, only = spec.partition("#")
         path = Path(file_part)
         if file_part.endswith(".toml"):
-            if not path.is_file():
+            if not path.exists():
                 raise CtxsimError(f"{file_part}: no such policy file")
             out.extend(_from_toml(path, only or None))
         elif file_part.endswith(".json"):
-            if not path.is_file():
+            if not path.exists():
                 raise CtxsimError(f"{file_part}: no such file")
             out.append(_from_json(path, path.stem))
         else:

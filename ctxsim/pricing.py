@@ -73,6 +73,16 @@ def _rate(price: Decimal | TieredPrices | None, prompt_tokens: int) -> Decimal |
     return rate
 
 
+def _suggestion(provider: str, model: str) -> str:
+    """A "did you mean" for a mistyped provider, else for a mistyped model of a known provider."""
+    from ctxsim.errors import did_you_mean
+
+    providers = {p.id: p for p in data_snapshot.get_snapshot().providers}
+    if provider not in providers:
+        return did_you_mean(provider, providers)
+    return did_you_mean(model, [m.id for m in providers[provider].models])
+
+
 @dataclass
 class Pricer:
     """Prices requests for one provider and model."""
@@ -89,7 +99,7 @@ class Pricer:
         except LookupError as exc:
             raise CtxsimError(
                 f"no price for model {self.model!r} at provider {self.provider!r} in {price_data_version()} "
-                f"({exc}); pass --model with a priced model id"
+                f"({exc}){_suggestion(self.provider, self.model)}; pass --model with a priced model id"
             ) from None
         self.model_id = self._model.id
         self.provider_id = self._provider.id

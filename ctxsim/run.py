@@ -48,9 +48,10 @@ class RunResult:
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
-    def save(self, path: str | Path) -> None:
+    def save(self, path: str | Path, force: bool = False) -> None:
+        """Write run.json atomically; a symlink or special file at `path` is refused unless `force`."""
         text = self.dumps()
-        with atomic_write(path) as out:
+        with atomic_write(path, force=force) as out:
             out.write(text)
 
     @classmethod

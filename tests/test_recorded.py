@@ -123,7 +123,7 @@ def test_recorded_row_numbers_match_the_usage_priced_by_genai_prices(tmp_path: P
     assert Decimal(recorded["cost_usd"]) == expected
     assert next(r for r in rows if r["policy"] == "none")["vs_recorded_cost"] != ""
     assert any(line.startswith("| recorded |") for line in out["report.md"].splitlines())
-    table = runner.invoke(app, ["compare", str(path), "--policies", "clear"]).stdout
+    table = runner.invoke(app, ["compare", str(path), "--policies", "clear", "--wide"]).stdout
     line = next(line for line in table.splitlines() if line.startswith("recorded"))
     assert "7,900" in line and "4,100" in line and "40.00%" not in line  # hit rate 3,072 / 7,900 = 38.89%
     assert "38.89%" in line

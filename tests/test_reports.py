@@ -232,8 +232,8 @@ def test_killed_mid_write_leaves_the_old_file(tmp_path: Path, result: RunResult)
         real = reports.atomic_write
 
         @contextmanager
-        def slow(path, mode="w"):
-            with real(path, mode) as out:
+        def slow(path, mode="w", force=False):
+            with real(path, mode, force) as out:
                 class Half:
                     def write(self, data):
                         out.write(data[: len(data) // 2])

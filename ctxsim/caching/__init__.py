@@ -17,7 +17,7 @@ from importlib.resources import files
 from typing import Any, NamedTuple, Protocol
 
 from ctxsim.registry import Registry
-from ctxsim.errors import ParameterError
+from ctxsim.errors import ParameterError, did_you_mean
 from ctxsim.history import History
 from ctxsim.params import build_params, split_spec
 
@@ -128,7 +128,7 @@ def cache_spec(spec: str) -> CacheSpec:
     name, values = split_spec(spec)
     table = cache_models()
     if name not in table:
-        raise ParameterError(f"unknown cache model {name!r}; known: {', '.join(table)}")
+        raise ParameterError(f"unknown cache model {name!r}{did_you_mean(name, table)}; known: {', '.join(table)}")
     info = table[name]
     return CacheSpec(info, build_params(info.params, values, f"cache model {name}"))
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from ctxsim.api import Options
 from ctxsim.cli import fail
-from ctxsim.counting import Framing
-from ctxsim.params import build_params, split_spec
+
+if TYPE_CHECKING:
+    from ctxsim.api import Options
 
 TraceArg = Annotated[Optional[str], typer.Argument(help="Trace file or folder, any supported format; default: the shipped sample trace.")]
 ProviderOpt = Annotated[Optional[str], typer.Option(help="Provider to price as (default: the trace's).")]
@@ -33,12 +32,26 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print totals as JSON for 
 JobsOpt = Annotated[Optional[int], typer.Option(
     "--jobs", "-j", help="Processes for counting and the runs, this one included (1: this one alone); default: one "
                          "per core when the trace is big.")]
-OutputOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="Where to write the results.")]
+OutputOpt = Annotated[Optional[str], typer.Option("-o", "--output", help="Where to write the results.")]
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="Write the output even where it would replace an input, a symlink's target, a device or FIFO "
+                    "(written into), or a folder holding files ctxsim did not write.")]
+MaxLineBytesOpt = Annotated[Optional[str], typer.Option(
+    "--max-line-bytes", help="Refuse a JSONL line longer than this (bytes; K, M, G suffixes: 1024s). Default 64M.")]
+MaxInputBytesOpt = Annotated[Optional[str], typer.Option(
+    "--max-input-bytes", help="Refuse an input bigger than this once decompressed (bytes; K, M, G). Default 1G.")]
+MaxMessagesOpt = Annotated[Optional[int], typer.Option(
+    "--max-messages", help="Refuse a trace of more messages than this, every input together. Default 10,000,000.")]
 
 
 def options(provider: str | None, model: str | None, tokenizer: str | None, cache: str | None,
             cache_ttl: str | None, window: int | None, reserve: int, framing: str | None = None,
             calibrate: bool = False, skip_bad_lines: bool = False, jobs: int | None = None) -> Options:
+    # Imported here, not at the top: `ctxsim --help` must not load the engine and the price data.
+    from ctxsim.api import Options
+    from ctxsim.counting import Framing
+    from ctxsim.params import build_params, split_spec
+
     if cache_ttl is not None and cache_ttl not in ("5m", "1h"):
         fail(f"--cache-ttl must be 5m or 1h, got {cache_ttl!r}")
     if window is not None and window <= 0:
@@ -55,9 +68,52 @@ def options(provider: str | None, model: str | None, tokenizer: str | None, cach
                    jobs=jobs)
 
 
+def spec_files(specs: list[str] | None) -> list[str]:
+    """The policy files among policy specs (FILE.toml[#name], FILE.json): inputs an output must not replace."""
+    import os
+
+    found = []
+    for spec in specs or ():
+        for part in spec.split("+"):
+            path = part.split("#", 1)[0]
+            if path.endswith((".toml", ".json")) and os.path.isfile(path):
+                found.append(path)
+    return found
+
+
 def totals_json(result) -> dict:  # type: ignore[no-untyped-def]
     from ctxsim.recorded import recorded_json
 
     return {"manifest": result.manifest,
             "runs": [{"policy": r.policy, "totals": r.totals.to_json()} for r in result.runs],
             "recorded": recorded_json(result)}
+
+
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _size(option: str, text: str) -> int:
+    value = text.strip().upper().removesuffix("IB").removesuffix("B")
+    unit = value[-1:] if value[-1:] in _SIZE_UNITS else ""
+    number = value[: len(value) - len(unit)].replace("_", "").replace(",", "")
+    if not number.isdigit() or int(number) <= 0:
+        fail(f"{option} must be a positive number of bytes (e.g. 1000000, 64M, 2G), got {text!r}")
+    return int(number) * _SIZE_UNITS[unit]
+
+
+def set_limits(max_line_bytes: str | None, max_input_bytes: str | None, max_messages: int | None) -> None:
+    """Apply `--max-line-bytes`, `--max-input-bytes`, `--max-messages` to every read of this command."""
+    from dataclasses import replace
+
+    from ctxsim.fileio import Limits, set_input_limits
+
+    limits = Limits()  # this command's own: nothing carries over from an earlier one in this process
+    if max_line_bytes is not None:
+        limits = replace(limits, max_line_bytes=_size("--max-line-bytes", max_line_bytes))
+    if max_input_bytes is not None:
+        limits = replace(limits, max_input_bytes=_size("--max-input-bytes", max_input_bytes))
+    if max_messages is not None:
+        if max_messages <= 0:
+            fail(f"--max-messages must be positive, got {max_messages}")
+        limits = replace(limits, max_messages=max_messages)
+    set_input_limits(limits)

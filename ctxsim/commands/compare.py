@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 
 from ctxsim.cli import app, default_trace, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt,
-    ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, totals_json,
+    CacheOpt, CacheTtlOpt, CalibrateOpt, ForceOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt,
+    ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, spec_files, totals_json,
 )
+from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 from ctxsim.errors import CtxsimError
 
 DEFAULT_POLICIES = ("none,clear,compact,clear+compact,truncate,tiered,mask,recent,zones,scored,hierarchical,"
@@ -24,9 +25,10 @@ DEFAULT_POLICIES = ("none,clear,compact,clear+compact,truncate,tiered,mask,recen
 @guarded
 def compare(
     trace: TraceArg = None,
-    policies: Annotated[str, typer.Option(
-        help="Comma-separated policy specs, presets, A+B pipelines or policy files; `none` is always added "
-             "as the baseline.")] = DEFAULT_POLICIES,
+    policies: Annotated[Optional[list[str]], typer.Option(
+        "--policies", "--policy", "-p",
+        help="Comma-separated policy specs, presets, A+B pipelines or policy files, repeatable; `none` is always "
+             f"added as the baseline. Default: {DEFAULT_POLICIES}.", show_default=False)] = None,
     providers: Annotated[Optional[str], typer.Option(
         help="Comma-separated providers (PROVIDER or PROVIDER:MODEL) to price every policy under.")] = None,
     provider: ProviderOpt = None,
@@ -42,7 +44,12 @@ def compare(
     fmt: FormatOpt = None,
     jobs: JobsOpt = None,
     as_json: JsonOpt = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Every column, however wide the terminal.")] = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
+    max_line_bytes: MaxLineBytesOpt = None,
+    max_input_bytes: MaxInputBytesOpt = None,
+    max_messages: MaxMessagesOpt = None,
 ) -> None:
     """Replay one trace under several policies and compare cost, cache and context side by side."""
     from ctxsim.api import replay_trace
@@ -50,35 +57,52 @@ def compare(
     from ctxsim.render.compare import compare_table
     from ctxsim.render.terminal import plain, rich_table
 
-    specs = split_list(policies)
+    given = [DEFAULT_POLICIES] if policies is None else policies
+    specs = [spec for text in given for spec in split_list(text)]
     if not specs:
-        raise CtxsimError(f"--policies {policies!r} names no policy to compare (e.g. --policies clear,compact)")
+        raise CtxsimError(f"--policies {','.join(given)!r} names no policy to compare (e.g. --policies clear,compact)")
     if not any(s.split(":", 1)[0] == "none" for s in specs):
         specs.insert(0, "none")
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, jobs)
     provider_list = [p.strip() for p in providers.split(",") if p.strip()] if providers else []
-    result = replay_trace(trace or default_trace(), specs, fmt=fmt, options=opts, providers=provider_list,
-                           show_progress=True)
+    set_limits(max_line_bytes, max_input_bytes, max_messages)
+    source = trace or default_trace()
+    if output is not None:  # refused before the work, not after it
+        _check(output, [source, *spec_files(specs)], force)
+    result = replay_trace(source, specs, fmt=fmt, options=opts, providers=provider_list, show_progress=True)
     written: list[str] = []
     if output is not None:
-        written = [str(p) for p in _write(result, output)]
+        written = [str(p) for p in _write(result, Path(output), force)]
     if as_json:
         typer.echo(json.dumps(totals_json(result), indent=1, sort_keys=True))
     else:
         from ctxsim.render.terminal import head_lines
 
+        from ctxsim.render.compare import fit
+
         table = compare_table(result)
         for line in head_lines(result):
             typer.echo(line)
+        left_out: list[str] = []
         if sys.stdout.isatty():
-            needed = len(plain(table).splitlines()[0]) + 3 * len(table.headers) + 4
-            Console(width=max(needed, Console().width)).print(rich_table(table))
+            from rich.console import Console
+
+            console = Console()
+            if not wide:
+                table, left_out = fit(table, console.width - 4, border=3)
+            console.print(rich_table(table))
         else:
+            if not wide:
+                import shutil
+
+                table, left_out = fit(table, shutil.get_terminal_size((80, 24)).columns)
             typer.echo(table.title)
             typer.echo(plain(table))
         from ctxsim.render.terminal import column_names
 
+        if left_out:
+            typer.echo(f"note: {len(left_out)} more column(s) with --wide or --json: {', '.join(left_out)}")
         for line in column_names(result)[1]:
             typer.echo(f"note: {line}")
         typer.echo(f"note: {result.manifest['assumption']}")
@@ -86,16 +110,26 @@ def compare(
         typer.echo(f"wrote {path}", err=True)
 
 
-def _write(result, folder):  # type: ignore[no-untyped-def]
-    """`-o FILE.json`: the run artefact alone; `-o DIR`: run.json and the whole report bundle."""
+def _check(output: str, inputs: list[str], force: bool) -> None:
+    from ctxsim.fileio import check_folder, check_output, output_path
+
+    path = output_path(output)
+    if path.suffix.lower() == ".json":
+        check_output(output, inputs, force)
+    elif path.exists() and not path.is_dir():
+        raise CtxsimError(f"{output}: exists and is not a folder (compare -o writes the report bundle into a "
+                          f"folder, or the run alone to FILE.json)")
+    else:
+        from ctxsim.reports import bundle_entry
+
+        check_folder(output, inputs, force, bundle_entry)
+
+
+def _write(result, folder: Path, force: bool):  # type: ignore[no-untyped-def]
+    """`-o FILE.json`: the run artefact alone; `-o DIR`: run.json and the whole report bundle, swapped in whole."""
     if folder.suffix.lower() == ".json":
-        result.save(folder)
+        result.save(folder, force)
         return [folder]
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
-        from ctxsim.reports import write_bundle
-    except ImportError:
-        path = folder / "run.json"
-        result.save(path)
-        return [path]
-    return write_bundle(result, folder)
+    from ctxsim.reports import write_bundle
+
+    return write_bundle(result, folder, force)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from ctxsim.cli import app, fail, guarded
+from ctxsim.commands._options import ForceOpt
+from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 from ctxsim.commands.inspect import FormatOpt, SkipOpt, TracesArg, read_inputs
 
 
@@ -15,25 +16,32 @@ from ctxsim.commands.inspect import FormatOpt, SkipOpt, TracesArg, read_inputs
 @guarded
 def convert_command(
     traces: TracesArg,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="The native JSONL file to write "
-                                                                         "('-' for stdout).")] = None,
+    output: Annotated[Optional[str], typer.Option("-o", "--output", help="The native JSONL file to write "
+                                                                        "('-' for stdout).")] = None,
     fmt: FormatOpt = None,
     skip_bad_lines: SkipOpt = False,
+    force: ForceOpt = False,
+    max_line_bytes: MaxLineBytesOpt = None,
+    max_input_bytes: MaxInputBytesOpt = None,
+    max_messages: MaxMessagesOpt = None,
 ) -> None:
     """Convert traces to ctxsim's native JSONL; replaying the result equals replaying the original."""
     import sys
 
-    from ctxsim.fileio import atomic_write
+    from ctxsim.fileio import atomic_write, check_output
     from ctxsim.formats import native
 
     if output is None:
         fail("missing -o OUT.jsonl (or -o - for stdout)")
         return
+    set_limits(max_line_bytes, max_input_bytes, max_messages)
+    if output != "-":  # refused before reading, not after
+        check_output(output, traces, force)
     trace, report = read_inputs(traces, fmt, skip_bad_lines)
-    if str(output) == "-":
+    if output == "-":
         native.write(trace, sys.stdout)
         return
-    with atomic_write(output) as out:
+    with atomic_write(output, force=force) as out:
         native.write(trace, out)  # type: ignore[arg-type]
     messages = sum(len(s.messages) for s in trace.sessions)
     requests = sum(s.requests for s in trace.sessions)

@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from ctxsim.cli import app, guarded
+from ctxsim.commands._options import ForceOpt
 
 
 @app.command()
@@ -23,10 +24,11 @@ def diff(
         "--metric", "-m", help="Metric(s) to gate on (repeat or comma-separate): cost, cost_warm, cost_nocache, "
                                "peak, p95, hit_rate, warm_hit_rate, input, fresh, output, rewrites, "
                                "summarize_cost, recall_misses, probes_lost. Default: cost.")] = None,
-    output: Annotated[Optional[Path], typer.Option(
+    output: Annotated[Optional[str], typer.Option(
         "-o", "--output", help="Also write the Markdown diff here (for a PR comment).")] = None,
     md: Annotated[bool, typer.Option("--md", help="Print Markdown on stdout instead of the table.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the diff as JSON for machines.")] = False,
+    force: ForceOpt = False,
 ) -> None:
     """Diff two runs (cost, peak context, hit rate ...) as a table or Markdown; gate with --fail-above."""
     from ctxsim.render.terminal import plain, rich_table
@@ -34,12 +36,16 @@ def diff(
     from ctxsim.reports import diff as diffs
     from ctxsim.reports._common import load_run
 
+    if output is not None:
+        from ctxsim.fileio import check_output
+
+        check_output(output, [base, new], force)
     threshold = diffs.parse_threshold(fail_above) if fail_above is not None else None
     metrics = diffs.parse_metrics(metric or ["cost"])
     result = diffs.diff(load_run(base), load_run(new), metrics, threshold)
     text = diffs.markdown(result)
     if output is not None:
-        write_file(output, text)
+        write_file(output, text, force)
     if as_json:
         typer.echo(json.dumps(diffs.to_json(result), indent=1, sort_keys=True))
     elif md:

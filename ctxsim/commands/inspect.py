@@ -9,13 +9,12 @@ from typing import Annotated, Optional
 import typer
 
 from ctxsim.cli import app, fail, guarded
+from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 
 TracesArg = Annotated[list[str], typer.Argument(
     help="Trace files or directories (searched recursively); '-' reads stdin; .gz is fine.")]
 FormatOpt = Annotated[Optional[str], typer.Option("--format", help="Trace format for every input (default: detected per "
-                                                                   "file): claude-code, codex, openai-chat, "
-                                                                   "anthropic-messages, swe-agent, mini-swe-agent, "
-                                                                   "openhands, native.")]
+                                                                   "file): a name `ctxsim formats list` shows.")]
 SkipOpt = Annotated[bool, typer.Option("--skip-bad-lines", help="Skip malformed lines (and say how many) instead of "
                                                                  "stopping at them.")]
 TokenizerOpt = Annotated[str, typer.Option(help="Tokenizer for the composition counts.")]
@@ -51,6 +50,9 @@ def inspect_command(
     tokenizer: TokenizerOpt = "o200k_base",
     timeline: Annotated[bool, typer.Option("--timeline/--no-timeline", help="Show the per-request timeline.")] = True,
     largest: Annotated[int, typer.Option(help="How many of the largest tool results to list.")] = 10,
+    max_line_bytes: MaxLineBytesOpt = None,
+    max_input_bytes: MaxInputBytesOpt = None,
+    max_messages: MaxMessagesOpt = None,
 ) -> None:
     """What a trace recorded, no simulation: requests, tokens, cost, hit rate, context, composition, timeline."""
     from ctxsim.inspect import GROUPINGS, inspect_trace, tables
@@ -59,6 +61,7 @@ def inspect_command(
         fail(f"--by must be one of {', '.join(GROUPINGS)}, got {by!r}")
     if largest < 0:
         fail("--largest must not be negative")
+    set_limits(max_line_bytes, max_input_bytes, max_messages)
     trace, report = read_inputs(traces, fmt, skip_bad_lines)
     insp = inspect_trace(trace, report, tokenizer, largest)
     if as_json:

@@ -10,9 +10,10 @@ import typer
 
 from ctxsim.cli import app, default_trace, fail, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt, ProviderOpt,
-    ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, totals_json,
+    CacheOpt, CacheTtlOpt, CalibrateOpt, ForceOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt,
+    ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, spec_files, totals_json,
 )
+from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 
 
 @app.command()
@@ -21,7 +22,7 @@ def replay(
     trace: TraceArg = None,
     policy: Annotated[Optional[list[str]], typer.Option(
         "--policy", "-p", help="NAME[:k=v,...], a preset, A+B (pipeline), FILE.toml[#name] or an Anthropic "
-        "context_management FILE.json; repeat to replay several.")] = None,
+        "context_management FILE.json; repeat, or separate with commas, to replay several.")] = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     tokenizer: TokenizerOpt = None,
@@ -37,6 +38,10 @@ def replay(
     jobs: JobsOpt = None,
     as_json: JsonOpt = False,
     output: OutputOpt = None,
+    force: ForceOpt = False,
+    max_line_bytes: MaxLineBytesOpt = None,
+    max_input_bytes: MaxInputBytesOpt = None,
+    max_messages: MaxMessagesOpt = None,
 ) -> None:
     """Replay a trace request by request under one or more policies and meter every request."""
     from ctxsim.api import replay_trace
@@ -46,9 +51,20 @@ def replay(
         fail("--every must be positive")
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, jobs)
-    result = replay_trace(trace or default_trace(), policy or ["none"], fmt=fmt, options=opts, show_progress=True)
+    from ctxsim.policyspec import split_list
+
+    specs = [spec for text in policy or ["none"] for spec in split_list(text)]
+    if not specs:
+        fail(f"--policy {','.join(policy or [])!r} names no policy to replay (e.g. --policy clear)")
+    set_limits(max_line_bytes, max_input_bytes, max_messages)
+    source = trace or default_trace()
+    if output is not None:  # refused before the work, not after it
+        from ctxsim.fileio import check_output
+
+        check_output(output, [source, *spec_files(specs)], force)
+    result = replay_trace(source, specs, fmt=fmt, options=opts, show_progress=True)
     if output is not None:
-        result.save(output)
+        result.save(output, force)
     if as_json:
         typer.echo(json.dumps(totals_json(result), indent=1, sort_keys=True))
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -9,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from ctxsim.cli import app, fail, guarded
+from ctxsim.commands._options import ForceOpt
 
 FORMAT_HELP = ("table, md, csv, parquet, png, svg, or bundle (run.json, report.md, charts and tables into a "
                "folder). Default: guessed from -o (a path without a suffix is a bundle folder), else table.")
@@ -19,7 +21,7 @@ FORMAT_HELP = ("table, md, csv, parquet, png, svg, or bundle (run.json, report.m
 def report(
     run: Annotated[Path, typer.Argument(help="Run artefact (run.json) written by `replay -o` or `compare -o`.")],
     fmt: Annotated[Optional[str], typer.Option("-f", "--format", help=FORMAT_HELP)] = None,
-    output: Annotated[Optional[Path], typer.Option(
+    output_text: Annotated[Optional[str], typer.Option(
         "-o", "--output", help="File to write (a folder for bundle, or for several charts); default: stdout "
                                "for table, md and csv.")] = None,
     chart: Annotated[Optional[list[str]], typer.Option(
@@ -28,10 +30,14 @@ def report(
     table: Annotated[str, typer.Option(help="csv/parquet: which tidy table: requests, runs or events.")] = "requests",
     with_charts: Annotated[bool, typer.Option(
         "--charts/--no-charts", help="md written to a file: also write its charts beside it and link them.")] = True,
+    force: ForceOpt = False,
 ) -> None:
     """Render a run artefact as terminal tables, Markdown, CSV, Parquet or charts (PNG, SVG)."""
-    from ctxsim.reports import FORMATS, TABLES, guess_format, markdown_links, render, write_bundle
+    from ctxsim.fileio import check_folder, check_output, output_path
+    from ctxsim.reports import FORMATS, TABLES, bundle_entry, guess_format, markdown_links, render, write_bundle
     from ctxsim.reports._common import load_run
+
+    output = output_path(output_text) if output_text is not None else None
 
     known = [*FORMATS, "bundle"]
     if fmt is not None and fmt not in known:
@@ -43,15 +49,24 @@ def report(
         fmt = guessed or ("bundle" if output is not None else "table")
     if guessed is not None and guessed != fmt:
         fail(f"-o {output} looks like {guessed}, but the format is {fmt}")
+    if fmt == "bundle":
+        if output is None:
+            fail("bundle: give the folder to write with -o")
+            return
+        # the bundle's own run.json (report DIR/run.json -o DIR) is read whole, then rewritten from itself
+        own = os.path.exists(output / "run.json") and os.path.samefile(run, output / "run.json") \
+            if os.path.exists(run) else False
+        check_folder(output, [] if own else [run], force, bundle_entry)
+    elif output is not None and (fmt not in ("png", "svg") or guessed is not None):
+        check_output(output, [run], force)
     result = load_run(run)
     written: list[Path] = []
 
     if fmt == "bundle":
-        if output is None:
-            fail("bundle: give the folder to write with -o")
-        written = write_bundle(result, output)
+        assert output is not None
+        written = write_bundle(result, output, force)
     elif fmt in ("png", "svg"):
-        written = _charts(result, fmt, output, chart, guessed is not None)
+        written = _charts(result, fmt, output, chart, guessed is not None, run=run, force=force)
     elif fmt == "parquet" and output is None:
         fail("parquet is binary: give the file to write with -o")
     elif fmt == "table":
@@ -60,33 +75,35 @@ def report(
         if output is None:
             emit(result, sys.stdout, None, sys.stdout.isatty())
         else:
-            written = [_write(output, render("table", result, "table"))]
+            written = [_write(output, render("table", result, "table"), force)]
     else:
         from ctxsim.reports import Options, for_format
 
         info = for_format(fmt)
         options = Options(table=table)
         if fmt == "md" and output is not None and with_charts:
-            written = _charts(result, "png", output.parent, None, False, quiet=True)
-            written += _charts(result, "svg", output.parent, None, False, quiet=True)
+            written = _charts(result, "png", output.parent, None, False, quiet=True, run=run, force=force)
+            written += _charts(result, "svg", output.parent, None, False, quiet=True, run=run, force=force)
             options = Options(charts=markdown_links(result))
         content = render(info.name, result, fmt, options)
         if output is None:
             typer.echo(content, nl=False)
         else:
-            written.append(_write(output, content))
+            written.append(_write(output, content, force))
     for path in written:
         typer.echo(f"wrote {path}", err=True)
 
 
-def _write(path: Path, content: str | bytes) -> Path:
+def _write(path: Path, content: str | bytes, force: bool) -> Path:
     from ctxsim.reports import write_file
 
-    return write_file(path, content)
+    return write_file(path, content, force)
 
 
 def _charts(result, fmt: str, output: Path | None, names: list[str] | None, single: bool,  # type: ignore[no-untyped-def]
-            quiet: bool = False) -> list[Path]:
+            quiet: bool = False, run: Path | None = None, force: bool = False) -> list[Path]:
+    """Charts to one file (`single`) or into a folder, each file checked before any is written."""
+    from ctxsim.fileio import check_output
     from ctxsim.reports import charts, render
 
     table = charts()
@@ -99,13 +116,17 @@ def _charts(result, fmt: str, output: Path | None, names: list[str] | None, sing
         chosen = names or ["context"]
         if len(chosen) > 1:
             fail(f"-o {output} is one file: pick one --chart, or give a folder")
-        return [_write(output, render(chosen[0], result, fmt))]
-    written = []
+        return [_write(output, render(chosen[0], result, fmt), force)]
+    if output.exists() and not output.is_dir():
+        fail(f"{output}: exists and is not a folder (charts go into a folder here)")
+    chosen = []
     for name in names or list(table):
         reason = table[name].unavailable(result)
         if reason and not names:
             if not quiet:
                 typer.echo(f"skipped chart {name}: {reason}", err=True)
             continue
-        written.append(_write(output / f"{name}.{fmt}", render(name, result, fmt)))
-    return written
+        chosen.append(name)
+    for name in chosen:
+        check_output(output / f"{name}.{fmt}", [run] if run is not None else [], force)
+    return [_write(output / f"{name}.{fmt}", render(name, result, fmt), force) for name in chosen]

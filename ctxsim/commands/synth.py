@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from ctxsim.cli import app, fail, guarded
+from ctxsim.commands._options import ForceOpt
 
 
 @app.command()
@@ -26,12 +26,17 @@ def synth(
         "tokenizer scale, framing, Anthropic cache reads/writes, occasional misses).")] = False,
     billing: Annotated[Optional[str], typer.Option(
         help="With --record-usage: k=v,... of hidden_tokens, token_scale, message_tokens, cold_rate.")] = None,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write here (default: stdout).")] = None,
+    output: Annotated[Optional[str], typer.Option("-o", "--output", help="Write here (default: stdout).")] = None,
+    force: ForceOpt = False,
 ) -> None:
     """Write a synthetic session in the native format."""
     from ctxsim.formats import native
     from ctxsim.synth import synthesize
 
+    if output is not None:
+        from ctxsim.fileio import check_output
+
+        check_output(output, [], force)
     options: dict[str, object] = {}
     if tool_mix:
         mix: dict[str, float] = {}
@@ -68,7 +73,7 @@ def synth(
         return
     from ctxsim.fileio import atomic_write
 
-    with atomic_write(output) as out:
+    with atomic_write(output, force=force) as out:
         native.write(trace, out)  # type: ignore[arg-type]
     typer.echo(f"wrote {output}: {sum(len(s.messages) for s in trace.sessions):,} messages", err=True)
 

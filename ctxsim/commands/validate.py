@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ctxsim.cli import app, fail, guarded
+from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 from ctxsim.commands.inspect import FormatOpt, SkipOpt, TokenizerOpt, TracesArg, print_tables, read_inputs
 
 
@@ -24,12 +25,16 @@ def validate_command(
     fmt: FormatOpt = None,
     skip_bad_lines: SkipOpt = False,
     tokenizer: TokenizerOpt = "o200k_base",
+    max_line_bytes: MaxLineBytesOpt = None,
+    max_input_bytes: MaxInputBytesOpt = None,
+    max_messages: MaxMessagesOpt = None,
 ) -> None:
     """Replay under none (own model, provider) and compare each request with its recorded usage; calibrated."""
     from ctxsim.validate import validate, validation_tables
 
     if worst < 0:
         fail("--worst must not be negative")
+    set_limits(max_line_bytes, max_input_bytes, max_messages)
     trace, reports = read_inputs(traces, fmt, skip_bad_lines)
     # the readers' reports say where lines were skipped: the replay re-anchors there
     result = validate(trace, tokenizer, calibrate, mode="priors" if priors_only else "fit", reports=reports)

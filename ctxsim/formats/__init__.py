@@ -29,8 +29,8 @@ import io
 import json
 import math
 import os
+import re
 import struct
-import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -39,7 +39,8 @@ from typing import IO, Any
 
 from ctxsim.collector import gc_paused
 from ctxsim.registry import Registry
-from ctxsim.errors import CtxsimError, TraceError
+from ctxsim.errors import CtxsimError, TraceError, did_you_mean
+from ctxsim.fileio import Limits, input_limits
 from ctxsim.model import Event, Message, Session, ToolCall, Trace, Usage, format_ts, parse_ts
 
 
@@ -73,11 +74,13 @@ def formats() -> dict[str, FormatInfo]:
 
 
 SNIFF_BYTES = 65536
+BOM = b"\xef\xbb\xbf"
 BAD_LINES_SHOWN = 8
 
 
 def detect(path: str, head: bytes) -> FormatInfo:
     """The format whose sniffer accepts these first bytes; else an error naming each refusal."""
+    head = head.removeprefix(BOM)
     reasons = []
     for info in formats().values():
         try:
@@ -104,31 +107,67 @@ class FileReport:
     notes: list[str] = field(default_factory=list)
 
 
+class _MessageBudget:
+    """`--max-messages` over one `read_traces` call: every reader counts each message it adds."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.count = 0
+        self.path = ""
+
+
+_budget: _MessageBudget | None = None
+
+
+def count_message(line: int | None, n: int = 1) -> None:
+    """Count `n` messages read (at `line` of the file being read); over `--max-messages`, the error."""
+    budget = _budget
+    if budget is not None:
+        budget.count += n
+        if budget.count > budget.limit:
+            raise TraceError(budget.path, line, f"more than --max-messages ({budget.limit:,}) messages; pass a "
+                                                "larger --max-messages to read this trace")
+
+
 def read_trace(path: str, fmt: str | None = None) -> Trace:
     """Read one trace (a file, a directory, `-`) with the named format, or the one its first bytes show."""
     return read_traces([path], fmt)
 
 
 def read_traces(paths: Iterable[str], fmt: str | None = None, skip_bad_lines: bool = False,
-                report: list[FileReport] | None = None) -> Trace:
+                report: list[FileReport] | None = None, limits: Limits | None = None) -> Trace:
     """Read every input into one Trace: sessions in input order, directories searched recursively.
 
     `fmt` forces one format for every file; otherwise each file's first bytes pick its reader.
     Malformed lines are an error that lists them unless `skip_bad_lines`; what was skipped is
-    appended to `report` (one FileReport per file read).
+    appended to `report` (one FileReport per file read). `limits` (default: those in force,
+    `ctxsim.fileio.input_limits()`) bound a line, an input and the messages of the whole trace.
     """
-    paths = list(paths)
+    global _budget
+    limits = limits or input_limits()
+    outer = _budget
+    _budget = outer or _MessageBudget(limits.max_messages)
+    try:
+        return _read_traces(list(paths), fmt, skip_bad_lines, report, limits)
+    finally:
+        _budget = outer
+
+
+def _read_traces(paths: list[str], fmt: str | None, skip_bad_lines: bool, report: list[FileReport] | None,
+                 limits: Limits) -> Trace:
+    from ctxsim.fileio import read_stdin
+
     if not paths:
         raise CtxsimError("no trace given")
     table = formats()
     if fmt is not None and fmt not in table:
-        raise CtxsimError(f"unknown format {fmt!r}; known: {', '.join(table)}")
+        raise CtxsimError(f"unknown format {fmt!r}{did_you_mean(fmt, table)}; known: {', '.join(table)}")
     files: list[tuple[str, bytes | None]] = []  # (path, whole content for stdin)
     for path in paths:
         if path == "-":
-            files.append((path, sys.stdin.buffer.read()))
+            files.append((path, read_stdin(limits)))
         elif os.path.isdir(path):
-            found, ignored = _scan_directory(path, fmt)
+            found, ignored = _scan_directory(path, fmt, limits)
             if not found:
                 raise CtxsimError(f"{path}: no trace files found in this directory"
                                   + (f" for format {fmt}" if fmt else "")
@@ -145,7 +184,9 @@ def read_traces(paths: Iterable[str], fmt: str | None = None, skip_bad_lines: bo
     reports = report if report is not None else []
     with gc_paused():  # parsing makes many small objects and no cycles
         for path, data in files:
-            info, sessions, digest, file_report = _read_one(path, data, fmt, skip_bad_lines)
+            if _budget is not None:
+                _budget.path = path
+            info, sessions, digest, file_report = _read_one(path, data, fmt, skip_bad_lines, limits)
             reports.append(file_report)
             digests.append(digest)
             order.append((info.name, sessions))
@@ -183,7 +224,7 @@ def _unique_ids(sessions: list[Session]) -> list[Session]:
     return out
 
 
-def _scan_directory(root: str, fmt: str | None) -> tuple[list[str], list[tuple[str, str]]]:
+def _scan_directory(root: str, fmt: str | None, limits: Limits) -> tuple[list[str], list[tuple[str, str]]]:
     """Trace files under `root` (recursively, sorted): those a format accepts by their first bytes;
     and the other files, with why they were left out (FileReport entries with no format)."""
     found: list[str] = []
@@ -196,7 +237,7 @@ def _scan_directory(root: str, fmt: str | None) -> tuple[list[str], list[tuple[s
                 continue
             path = os.path.join(folder, name)
             try:
-                head = _head(path)
+                head = _head(path, limits)
             except (CtxsimError, *_READ_ERRORS) as exc:
                 ignored.append((path, f"cannot read it ({exc})"))
                 continue
@@ -223,10 +264,10 @@ MAX_FIRST_LINE = 1 << 23  # read on (up to 8 MiB) until the first line is whole
 _READ_ERRORS = (OSError, EOFError, zlib.error)
 
 
-def _head(path: str) -> bytes:
+def _head(path: str, limits: Limits | None = None) -> bytes:
     from ctxsim.fileio import open_input
 
-    stream = open_input(path)
+    stream = open_input(path, limits)
     try:
         head = stream.read(SNIFF_BYTES)
         while b"\n" not in head and len(head) < MAX_FIRST_LINE:
@@ -239,22 +280,15 @@ def _head(path: str) -> bytes:
         stream.close()
 
 
-def _read_one(path: str, data: bytes | None, fmt: str | None, skip_bad_lines: bool
+def _read_one(path: str, data: bytes | None, fmt: str | None, skip_bad_lines: bool, limits: Limits
               ) -> tuple[FormatInfo, list[Session], str, FileReport]:
     table = formats()
-    if data is not None:
-        import gzip
-
-        if data[:2] == b"\x1f\x8b":
-            try:
-                data = gzip.decompress(data)
-            except _READ_ERRORS as exc:
-                raise TraceError(path, None, f"broken gzip data ({exc})") from None
+    if data is not None:  # stdin, already decompressed (`read_stdin`)
         cut = data.find(b"\n", SNIFF_BYTES - 1)
         head = data[:max(SNIFF_BYTES, cut + 1 if 0 <= cut < MAX_FIRST_LINE else SNIFF_BYTES)]
     else:
         try:
-            head = _head(path)
+            head = _head(path, limits)
         except _READ_ERRORS as exc:
             raise TraceError(path, None, f"cannot read the file ({exc})") from None
     if not head.strip():
@@ -268,31 +302,36 @@ def _read_one(path: str, data: bytes | None, fmt: str | None, skip_bad_lines: bo
             if path.endswith((".jsonl", ".jsonl.gz", ".ndjson")) or path == "-":
                 # The native reader names the exact line and field; keep that, and list the refusals.
                 try:
-                    return _read_with(table["native"], path, data, skip_bad_lines)
+                    return _read_with(table["native"], path, data, skip_bad_lines, limits)
                 except TraceError as exc:
                     tried = str(unknown).split("; tried ", 1)[-1]
                     raise TraceError(exc.path, exc.line, f"{exc.message} (as native JSONL; no other format "
                                      f"matched: {tried})") from None
             raise
-    return _read_with(info, path, data, skip_bad_lines)
+    return _read_with(info, path, data, skip_bad_lines, limits)
 
 
-def _read_with(info: FormatInfo, path: str, data: bytes | None, skip_bad_lines: bool
+def _read_with(info: FormatInfo, path: str, data: bytes | None, skip_bad_lines: bool, limits: Limits
                ) -> tuple[FormatInfo, list[Session], str, FileReport]:
     from ctxsim.fileio import open_input
 
-    stream: IO[bytes] = io.BytesIO(data) if data is not None else open_input(path)
+    stream: IO[bytes] = io.BytesIO(data) if data is not None else open_input(path, limits)
     file_report = FileReport(path, info.name)
     try:
         if info.parse is None:
-            if info.name == "native":
-                sessions, digest = _read_native(stream, path, skip_bad_lines, file_report)
-            else:
-                trace = info.load(path)
-                sessions, digest = list(trace.sessions), trace.digest
+            try:
+                if info.name == "native":
+                    sessions, digest = _read_native(stream, path, skip_bad_lines, file_report, limits)
+                else:
+                    trace = info.load(path)
+                    sessions, digest = list(trace.sessions), trace.digest
+            except _READ_ERRORS as exc:
+                raise TraceError(path, None, f"cannot read the file ({exc})") from None
+            except RecursionError:
+                raise TraceError(path, None, "JSON nested too deeply") from None
         else:
             hashing = _HashingStream(stream)
-            source = Source(path, skip_bad_lines)
+            source = Source(path, skip_bad_lines, limits.max_line_bytes)
             try:
                 sessions = info.parse(io.BufferedReader(hashing, 1 << 16), source)
             except _READ_ERRORS as exc:
@@ -334,22 +373,26 @@ class _HashingStream(io.RawIOBase):
         return "sha256:" + self._hash.hexdigest()
 
 
-def _read_native(stream: IO[bytes], path: str, skip_bad_lines: bool, file_report: FileReport
+def _read_native(stream: IO[bytes], path: str, skip_bad_lines: bool, file_report: FileReport, limits: Limits
                  ) -> tuple[list[Session], str]:
     """Native JSONL through its own reader; malformed lines listed first (or blanked when skipped)."""
+    from ctxsim.fileio import HashingReader
     from ctxsim.formats import native
 
-    raw = stream.read()
-    lines = raw.splitlines(keepends=True)
-    source = Source(path, skip_bad_lines)
-    for number, line in enumerate(lines, start=1):
-        if line.strip() and source.decode(line, number) is None:
-            lines[number - 1] = b"\n"  # keeps the other lines' numbers
+    reader = HashingReader(stream, limits.max_line_bytes)
+    source = Source(path, skip_bad_lines, limits.max_line_bytes, strict=True)
+    lines: list[bytes] = []
+    for number, line in enumerate(reader, start=1):
+        if line is None:
+            source.bad_lines.append((number, source.too_long()))
+            line = b"\n"
+        elif line.strip() and source.decode(line, number) is None:
+            line = b"\n"  # keeps the other lines' numbers
+        lines.append(line)
     source.finish()
     file_report.skipped_lines = [line for line, _ in source.bad_lines]
-    trace = native.read_stream(io.BytesIO(b"".join(lines)), path)
-    digest = "sha256:" + hashlib.sha256(raw).hexdigest()
-    return list(trace.sessions), digest
+    trace = native.read_stream(io.BytesIO(b"".join(lines)), path, limits.max_line_bytes)
+    return list(trace.sessions), reader.digest
 
 
 # ---------------------------------------------------------------- one input
@@ -361,14 +404,27 @@ def kind_of(value: Any) -> str:
 
 
 class Source:
-    """One input being read: decodes lines, collects malformed ones, reports wrong shapes."""
+    """One input being read: decodes lines, collects malformed ones, reports wrong shapes.
 
-    def __init__(self, path: str, skip_bad_lines: bool = False) -> None:
+    A lone UTF-16 surrogate (`"\\ud800"`: valid JSON, not valid Unicode, so no later step
+    could encode it) is replaced by U+FFFD and counted in the notes; with `strict` (the native
+    format) its line is malformed instead.
+    """
+
+    def __init__(self, path: str, skip_bad_lines: bool = False, max_line_bytes: int | None = None,
+                 strict: bool = False) -> None:
         self.path = path
         self.skip_bad_lines = skip_bad_lines
+        self.max_line_bytes = max_line_bytes if max_line_bytes is not None else input_limits().max_line_bytes
+        self.strict = strict
         self.bad_lines: list[tuple[int, str]] = []  # (line, what is wrong)
         self.notes: list[str] = []
         self.text: str | None = None  # a whole-document input, for locating fields
+        self.surrogates = 0
+        self.surrogate_lines: list[int] = []
+
+    def too_long(self) -> str:
+        return f"line longer than --max-line-bytes ({self.max_line_bytes:,} bytes)"
 
     # -- JSONL
     def decode(self, raw: bytes, number: int) -> dict[str, Any] | None:
@@ -378,6 +434,8 @@ class Source:
         except UnicodeDecodeError as exc:
             self.bad_lines.append((number, f"invalid UTF-8 at byte {exc.start} of the line"))
             return None
+        if number == 1:
+            text = text.removeprefix("\ufeff")
         try:
             record = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -386,14 +444,30 @@ class Source:
         except RecursionError:
             self.bad_lines.append((number, "JSON nested too deeply"))
             return None
+        except ValueError as exc:  # e.g. an integer of more digits than Python converts
+            self.bad_lines.append((number, f"broken JSON: {exc}"))
+            return None
         if not isinstance(record, dict):
             self.bad_lines.append((number, f"expected a JSON object, got {kind_of(record)}"))
             return None
+        if _SURROGATE_ESCAPE.search(raw) is not None:
+            found = replace_surrogates(record)
+            if found and self.strict:
+                self.bad_lines.append((number, LONE_SURROGATE))
+                return None
+            if found:
+                self.surrogates += found
+                self.surrogate_lines.append(number)
         return record
 
     def jsonl(self, stream: IO[bytes]) -> Iterator[Node]:
         """Every well-formed line as a Node; blank lines skipped, malformed ones collected."""
-        for number, raw in enumerate(stream, start=1):
+        from ctxsim.fileio import read_lines
+
+        for number, raw in enumerate(read_lines(stream, self.max_line_bytes), start=1):
+            if raw is None:
+                self.bad_lines.append((number, self.too_long()))
+                continue
             if not raw.strip():
                 continue
             record = self.decode(raw, number)
@@ -402,6 +476,12 @@ class Source:
 
     def finish(self) -> None:
         """After reading: malformed lines are an error that lists them, unless they are skipped."""
+        if self.surrogates:
+            lines = self.surrogate_lines
+            where = (f" on line{'s' if len(lines) != 1 else ''} " + ", ".join(map(str, lines[:BAD_LINES_SHOWN]))
+                     + (", ..." if len(lines) > BAD_LINES_SHOWN else "")) if lines else ""
+            self.note(f"replaced {self.surrogates:,} lone UTF-16 surrogate(s) (not valid Unicode) with U+FFFD{where}")
+            self.surrogates = 0
         if not self.bad_lines:
             return
         lines = [n for n, _ in self.bad_lines]
@@ -456,8 +536,56 @@ class Source:
         except json.JSONDecodeError as exc:
             what = "truncated JSON" if "\n" not in text[exc.pos:].rstrip() else "broken JSON"
             raise TraceError(self.path, exc.lineno, f"{what}: {exc.msg} at column {exc.colno}") from None
+        except RecursionError:
+            raise TraceError(self.path, None, "JSON nested too deeply") from None
+        except ValueError as exc:  # e.g. an integer of more digits than Python converts
+            raise TraceError(self.path, None, f"broken JSON: {exc}") from None
+        if _SURROGATE_ESCAPE.search(raw) is not None:
+            self.surrogates += replace_surrogates(value)
         self.text = text
         return Node(value, self, None)
+
+
+# A JSON escape of a UTF-16 surrogate; json.loads joins a valid pair into one character, so
+# a surrogate left in the decoded text was alone.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_LONE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = "a string holds a lone UTF-16 surrogate escape (e.g. \\ud800): not valid Unicode"
+
+
+def replace_surrogates(value: Any) -> int:
+    """Replace, in place, every lone surrogate in the strings (keys too) of a decoded JSON value
+    by U+FFFD; how many there were. A bare string cannot change in place: callers pass containers."""
+    count = 0
+    stack = [value] if isinstance(value, (dict, list)) else []
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            for i, v in enumerate(item):
+                if isinstance(v, str):
+                    if _LONE.search(v):
+                        item[i], n = _LONE.subn("\ufffd", v)
+                        count += n
+                elif isinstance(v, (dict, list)):
+                    stack.append(v)
+            continue
+        bad_keys = False
+        for k, v in item.items():
+            if isinstance(v, str):
+                if _LONE.search(v):
+                    item[k], n = _LONE.subn("\ufffd", v)
+                    count += n
+            elif isinstance(v, (dict, list)):
+                stack.append(v)
+            bad_keys = bad_keys or _LONE.search(k) is not None
+        if bad_keys:
+            pairs = list(item.items())
+            item.clear()
+            for k, v in pairs:
+                new, n = _LONE.subn("\ufffd", k)
+                count += n
+                item[new] = v
+    return count
 
 
 def locate(text: str, path: tuple[Any, ...]) -> int | None:
@@ -637,16 +765,20 @@ class Node:
         if isinstance(value, bool):
             raise self.fail(f"must be a timestamp, got {kind_of(value)}", key)
         if isinstance(value, (int, float)):
-            seconds = float(value)
-            if seconds > 1e11:  # milliseconds
-                seconds /= 1000
-            return format_ts(seconds)
+            try:
+                seconds = float(value)
+                if seconds > 1e11:  # milliseconds
+                    seconds /= 1000
+                return format_ts(seconds)
+            except (ValueError, OverflowError) as exc:
+                raise self.fail(f"is not a usable timestamp: {exc}", key) from None
         if not isinstance(value, str):
             raise self.fail(f"must be a timestamp, got {kind_of(value)}", key)
         try:
             return format_ts(parse_ts(value))
-        except (ValueError, OverflowError):
-            raise self.fail(f"is not an ISO 8601 timestamp: {value[:40]!r}", key) from None
+        except (ValueError, OverflowError) as exc:
+            why = f" ({exc})" if "years" in str(exc) else ""
+            raise self.fail(f"is not an ISO 8601 timestamp{why}: {value[:40]!r}", key) from None
 
     def is_obj(self) -> bool:
         return isinstance(self.value, dict)
@@ -915,7 +1047,8 @@ class SessionBuilder:
         return len(self.messages)
 
     def call_id(self, call_id: str) -> str:
-        """The id to use for a new call (unique in this session)."""
+        """The id to use for a new call (unique in this session; an empty id gets one)."""
+        call_id = call_id or "call"
         if call_id not in self._used:
             return call_id
         n = 2
@@ -943,18 +1076,22 @@ class SessionBuilder:
                 if new_id != call.id:
                     self._renamed[call.id] = new_id
                     call = replace(call, id=new_id)
+                if not call.name:  # the native format needs a name; the log did not say
+                    call = replace(call, name="unknown")
                 self._used.add(call.id)
                 self._open[call.id] = call.name
                 calls.append(call)
             message = replace(message, tool_calls=tuple(calls))
         if message.role != "assistant" and message.usage is not None:
             message = replace(message, usage=None)
+        count_message(message.line)
         self.messages.append(message)
         return message
 
     def replace_last(self, message: Message) -> None:
         """Swap the last message for an updated copy (an assistant response that grew)."""
         old = self.messages.pop()
+        count_message(old.line, -1)
         for call in old.tool_calls:
             self._open.pop(call.id, None)
             self._used.discard(call.id)

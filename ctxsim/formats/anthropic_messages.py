@@ -169,5 +169,12 @@ def sniff(head: bytes) -> str | None:
     return None
 
 
+ABOUT = {
+    "reads": "Anthropic Messages API requests and responses ({request, response} exchanges, JSON or JSONL)",
+    "location": "wherever an API logger or proxy writes them",
+    "records": "each request's system prompt, tools and messages, each response with Anthropic usage",
+    "cannot_know": "requests the logger did not see; times unless the logger adds them",
+}
+
 register(FormatInfo(name=NAME, description="Anthropic Messages API request/response JSON (or JSONL) logs",
                     sniff=sniff, module=__name__, parse=parse))

@@ -511,5 +511,16 @@ def sniff(head: bytes) -> str | None:
     return "no Claude Code lines (type user/assistant/system with sessionId, uuid and message) in the first lines"
 
 
+ABOUT = {
+    "reads": "Claude Code session JSONL: one line per message part, subagent (sidechain) files, compactions",
+    "location": "~/.claude/projects/<escaped project path>/<session id>.jsonl (subagents: agent-*.jsonl, or "
+                "<session id>/subagents/ in newer versions)",
+    "records": "every message with its time; per API response the model and Anthropic usage (input, cache read, "
+               "5-minute and 1-hour cache writes, output), split over several lines; compaction boundaries with "
+               "the summary and the tokens before; subagent sessions",
+    "cannot_know": "the system prompt and tool definitions (not logged); the compaction call's own usage; "
+                   "the last response of a file cut short (placeholder output counts); cost (not recorded)",
+}
+
 register(FormatInfo(name=NAME, description="Claude Code session JSONL (~/.claude/projects/*/*.jsonl), subagent files",
                     sniff=sniff, module=__name__, parse=parse, link=link))

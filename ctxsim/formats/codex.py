@@ -26,7 +26,6 @@ What the reader maps:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -58,6 +57,7 @@ class _Response:
     calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     reasoning_tokens: int = 0
+    phases: list[str] = field(default_factory=list)
 
     def message(self) -> Message:
         extra: dict[str, Any] = {}
@@ -70,6 +70,8 @@ class _Response:
                                extra=frozen({k: v for k, v in self.usage.extra.items() if k != "total_reset"}))
         if not (self.texts or self.thinking or self.calls):
             extra["no_items_logged"] = True
+        if self.phases:
+            extra["phase"] = self.phases[-1]  # commentary (progress text) or final_answer
         hidden = self.usage.extra.get("reasoning_tokens", 0) if self.usage is not None and self.thinking else 0
         return Message("assistant", "\n".join(self.texts), ts=self.ts,
                        thinking="\n".join(self.thinking) if self.thinking else None, tool_calls=tuple(self.calls),
@@ -95,6 +97,11 @@ class _Reader:
         self.aborted = 0
         self.resets = 0
         self.prev_total: Usage | None = None
+        self.prev_total_raw: Any = None
+        self.zero_counts = 0
+        self.repeats = 0
+        self.just_compacted = False  # no request since the last compaction
+        self.event_builder: SessionBuilder | None = None  # a session a context_compacted event began
 
     # -- sessions
     def _builder(self) -> SessionBuilder:
@@ -158,7 +165,11 @@ class _Reader:
             role = payload.str("role", required=True)
             text, extra_tokens = text_of(payload.child("content"), _images)
             if role == "assistant":
-                self._response(node, ts).texts.append(text)
+                response = self._response(node, ts)
+                response.texts.append(text)
+                phase = payload.str("phase")
+                if phase:
+                    response.phases.append(phase)
                 return
             canonical = "system" if role in ("developer", "system") else "user"
             extra = {"injected": True} if text.lstrip().startswith(INJECTED_PREFIXES) else {}
@@ -195,7 +206,9 @@ class _Reader:
                 raise payload.fail("is missing", "call_id")
             self._response(node, ts).calls.append(ToolCall(call_id, "local_shell", payload.get("action")))
         elif kind == "web_search_call":
-            self._response(node, ts).texts.append(json.dumps(payload.get("action") or {}, ensure_ascii=False))
+            # a hosted tool: the search runs on OpenAI's side and its results are not in the log
+            call_id = payload.str("id") or payload.str("call_id") or f"web_search@{node.line}"
+            self._response(node, ts).calls.append(ToolCall(call_id, "web_search", payload.get("action") or {}))
         elif kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
             call_id = payload.str("call_id", required=True)
             output = payload.child("output")
@@ -224,8 +237,11 @@ class _Reader:
             self.token_count(node, payload)
         elif kind == "turn_aborted":
             self.aborted += 1
-        elif kind == "context_compacted":
-            pass  # the `compacted` record carries the summary
+        elif kind == "context_compacted" and not self.just_compacted:
+            # newer versions write it after the `compacted` record (the same compaction); alone, it
+            # is a compaction whose replacement history Codex rebuilt without logging it
+            self.compaction(node, node.ts("timestamp"), None, None)
+            self.event_builder = self.builder
 
     def token_count(self, node: Node, payload: Node) -> None:
         info = payload.obj("info")
@@ -239,9 +255,15 @@ class _Reader:
             if self.builder is not None:
                 self.builder.header["window"] = window
         key = (total.value if total else None, last.value if last else None)
-        if key == self.last_totals:
-            return  # the same event again
+        if last is not None and isinstance(last.value, dict) and not any(
+                isinstance(v, (int, float)) and v for v in last.value.values()):
+            self.zero_counts += 1  # written when the history is recomputed (before a compaction): no request
+            return
+        if key == self.last_totals or (total is not None and total.value == self.prev_total_raw):
+            self.repeats += 1
+            return  # the same event again (0.10x writes every count twice): the running total did not change
         self.last_totals = key
+        self.prev_total_raw = total.value if total is not None else None
         previous = self.prev_total
         current = _usage(total) if total is not None else None
         reset = previous is not None and current is not None and current.input_tokens < previous.input_tokens
@@ -263,6 +285,7 @@ class _Reader:
             usage = Usage(usage.input_tokens, usage.cache_read_tokens, 0, 0, usage.output_tokens,
                           extra=frozen({**usage.extra, "total_reset": True}))
         self.last_prompt = usage.input_tokens
+        self.just_compacted = False
         ts = node.ts("timestamp")
         if self.current is not None and not self.current_counted:
             self.current.usage = usage
@@ -281,6 +304,7 @@ class _Reader:
 
     def compaction(self, node: Node, ts: str | None, summary: str | None, history: list[Node] | None) -> None:
         self.close()
+        self.just_compacted = True
         previous = self._builder()
         self.builder = None
         builder = self._builder()
@@ -328,12 +352,22 @@ class _Reader:
         assert payload is not None
         summary = payload.str("message") or ""
         history = payload.list("replacement_history") if payload.get("replacement_history") is not None else None
+        if self.event_builder is not None and self.event_builder is self.builder and self.just_compacted:
+            # the context_compacted event came first: this record is the same compaction, with its history
+            self.builders.remove(self.event_builder)
+            self.builder = self.builders[-1] if self.builders else None
+        self.event_builder = None
         self.compaction(node, node.ts("timestamp"), summary, history)
 
     def sessions(self) -> list[Session]:
         self.close()
         if self.aborted:
             self.source.note(f"{self.aborted} turn(s) aborted by the user")
+        if self.repeats:
+            self.source.note(f"{self.repeats} repeated token count(s) (the same running total again) counted once")
+        if self.zero_counts:
+            self.source.note(f"{self.zero_counts} token count(s) with an all-zero last usage (a history recount "
+                             "before a compaction) are not requests")
         if self.resets:
             self.source.note(f"the running token total reset {self.resets} time(s) (a resumed process); "
                              "per-request counts are used")
@@ -388,6 +422,19 @@ def sniff(head: bytes) -> str | None:
         return None
     return "no rollout lines ({type: session_meta|response_item|event_msg|turn_context, payload}) in the first lines"
 
+
+ABOUT = {
+    "reads": "OpenAI Codex CLI and Desktop rollout JSONL (session_meta, response_item, event_msg, turn_context, "
+             "compacted lines), 0.40 to 0.10x",
+    "location": "$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl (CODEX_HOME defaults to ~/.codex; "
+                "archived_sessions/ for archived ones)",
+    "records": "the model-visible history with times; per request the last usage and the running total "
+               "(input including the cache, cached input, output, reasoning); the context window; compactions "
+               "with the summary and, in newer versions, the replacement history",
+    "cannot_know": "cache writes (OpenAI bills none before GPT-5.6; not logged); the hidden reasoning sent back "
+                   "(encrypted: sized by the response's reasoning tokens); a remote compaction's summary "
+                   "(encrypted); cost (not recorded)",
+}
 
 register(FormatInfo(name=NAME, description="OpenAI Codex CLI rollout JSONL (~/.codex/sessions/**/rollout-*.jsonl)",
                     sniff=sniff, module=__name__, parse=parse))

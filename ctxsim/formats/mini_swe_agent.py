@@ -1,4 +1,4 @@
-"""`mini-swe-agent`: mini-swe-agent trajectories (`*.traj.json`, format `mini-swe-agent-1.x`).
+"""`mini-swe-agent`: mini-swe-agent trajectories (`*.traj.json`, formats `mini-swe-agent-1` and `-1.1`).
 
 What the reader maps: `messages` in order. The first `system` message is the session's
 system prompt; `user` messages (the task, and in text mode the observations, which carry
@@ -8,25 +8,47 @@ ModelResponse dump): its `usage` is that request's usage (OpenAI style: `prompt_
 includes `prompt_tokens_details.cached_tokens`; DeepSeek's hit count and litellm's Anthropic
 cache fields are read too), its `model` the model, `created` or `extra.timestamp` (unix
 seconds) the time. Tool calls come from the message's `tool_calls` (JSON-string arguments).
-Run totals (`info.model_stats`: cost and call count) are kept as `recorded_totals`.
+Run totals (`info.model_stats`: cost and call count) are kept as `recorded_totals`; a
+response's own cost (`extra.cost`, or OpenRouter's `usage.cost`) as its usage's `cost_usd`.
+
+Format `mini-swe-agent-1` (text mode) has the actions in bash blocks of the assistant text,
+observations as user messages (tagged `tool: bash`), OpenRouter usage with `usage.cost`, and
+only `response.created` as time. Format `mini-swe-agent-1.1` has tool calls, `reasoning_content`
+(the thinking), `completion_tokens_details` that may be null, and a final `exit` message (the
+submission) that was never sent to the model: skipped and counted in the notes, like any role
+this reader does not know. The responses may name a served model other than the configured
+one (kept per message; the session keeps the configured one, and the notes say so); `api_calls`
+may count a failed call that left no response (the notes say how many).
 The legacy bare list of `{role, content}` messages is read by `openai-chat`.
 """
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
 from typing import IO, Any
 
 from ctxsim.formats import (
     FormatInfo, Node, SessionBuilder, Source, any_usage, frozen, image_tokens, openai_tool_calls, register,
     sniff_json_object_text, split_model, text_of,
 )
-from ctxsim.model import Message, Session
+from ctxsim.model import Message, Session, Usage
 
 NAME = "mini-swe-agent"
 
 
 def _images(block: Node) -> int:
     return image_tokens(block, "openai")
+
+
+def _cost(value: Any) -> str | None:
+    """A recorded cost (a number) as a decimal string; None when absent or not a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        cost = Decimal(repr(value) if isinstance(value, float) else str(value))
+    except InvalidOperation:
+        return None
+    return format(cost, "f") if cost.is_finite() and cost >= 0 else None
 
 
 def parse(stream: IO[bytes], source: Source) -> list[Session]:
@@ -44,6 +66,8 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
     provider, model = split_model(config_model)
     builder = SessionBuilder(doc.str("instance_id") or stem, source=NAME, model=model, provider=provider)
     builder.extra["trajectory_format"] = doc.str("trajectory_format")
+    skipped: dict[str, int] = {}
+    served: set[str] = set()
     for node in doc.list("messages", required=True):
         if not node.is_obj():
             raise node.fail("must be a message (an object with role and content)")
@@ -55,7 +79,8 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             builder.header["system"] = text
             continue
         if role in ("system", "user"):
-            builder.add(Message(role, text, ts=ts, extra_tokens=more))  # type: ignore[arg-type]
+            tagged = frozen({"tool": "bash"}) if role == "user" and "<returncode>" in text else frozen(None)
+            builder.add(Message(role, text, ts=ts, extra_tokens=more, extra=tagged))  # type: ignore[arg-type]
         elif role == "tool":
             call_id = node.str("tool_call_id", required=True)
             builder.add(Message("tool", text, ts=ts, tool_call_id=call_id, extra_tokens=more))
@@ -68,6 +93,18 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                 usage = any_usage(usage_node) if usage_node is not None else None
                 _, model_name = split_model(response.str("model"))
                 ts = ts or response.ts("created")
+                if usage is not None and usage_node is not None:
+                    details = usage_node.obj("completion_tokens_details")  # may be null
+                    reasoning = details.count("reasoning_tokens") if details is not None else None
+                    cost = _cost(extra_node.get("cost") if extra_node is not None else None) or _cost(
+                        usage_node.get("cost"))
+                    more_usage = {**usage.extra, **({"reasoning_tokens": reasoning} if reasoning else {}),
+                                  **({"cost_usd": cost} if cost is not None else {})}
+                    if more_usage:
+                        usage = Usage(usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
+                                      usage.cache_write_1h_tokens, usage.output_tokens, extra=frozen(more_usage))
+            if model_name and model and model_name != model:
+                served.add(model_name)
             calls = openai_tool_calls(node)
             extra: dict[str, Any] = {}
             if response is not None and response.str("id"):
@@ -76,7 +113,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                                 tool_calls=tuple(calls), usage=usage, model=model_name or model, extra_tokens=more,
                                 extra=frozen(extra)))
         else:
-            raise node.fail(f"unknown role {role!r} (expected system, user, assistant or tool)", "role")
+            skipped[role or "?"] = skipped.get(role or "?", 0) + 1  # `exit`: the submission, never sent
     if not builder.header.get("model"):
         name = next((m.model for m in builder.messages if m.model), None)
         builder.header["model"] = name
@@ -84,12 +121,22 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
     if info is not None:
         stats = info.obj("model_stats")
         if stats is not None:
-            cost = stats.number("instance_cost")
+            cost = _cost(stats.get("instance_cost"))
+            calls = stats.count("api_calls")
             builder.extra["recorded_totals"] = {k: v for k, v in {
-                "requests": stats.count("api_calls"), "cost_usd": str(cost) if cost is not None else None}.items()
-                if v is not None}
+                "requests": calls, "cost_usd": cost}.items() if v is not None}
+            answered = sum(1 for m in builder.messages if m.role == "assistant")
+            if calls is not None and calls > answered:
+                source.note(f"api_calls counts {calls}, the log holds {answered} responses: "
+                            f"{calls - answered} call(s) left no response (failed calls)")
         if info.str("exit_status"):
             builder.extra["exit_status"] = info.str("exit_status")
+    if skipped:
+        source.note("skipped messages never sent to the model: " + ", ".join(
+            f"{n} of role {r!r}" for r, n in sorted(skipped.items())))
+    if served:
+        source.note(f"the responses name a served model ({', '.join(sorted(served))}) other than the configured "
+                    f"{model}; each request is priced as its response names it")
     return [builder.build()]
 
 
@@ -103,6 +150,17 @@ def sniff(head: bytes) -> str | None:
         return None
     return "no trajectory_format 'mini-swe-agent-...' (or info.model_stats with messages) in the first bytes"
 
+
+ABOUT = {
+    "reads": "mini-swe-agent trajectories (*.traj.json, trajectory_format mini-swe-agent-1 and -1.1)",
+    "location": "the run's output directory: <output>/<instance id>/<instance id>.traj.json (batch), or the "
+                "path given to mini -o",
+    "records": "every message; per response the full provider response (litellm usage with the cache, the "
+               "served model, creation time) and its cost; run totals (cost, API calls)",
+    "cannot_know": "times of text-mode observations (format 1 keeps only response.created); tool definitions; "
+                   "failed calls (counted in api_calls, no response logged); cache writes for providers that "
+                   "do not report them",
+}
 
 register(FormatInfo(name=NAME, description="mini-swe-agent trajectories (messages with each provider response)",
                     sniff=sniff, module=__name__, parse=parse))

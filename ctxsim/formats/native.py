@@ -13,8 +13,8 @@ from types import MappingProxyType
 from typing import IO, Any
 
 from ctxsim.errors import TraceError
-from ctxsim.fileio import HashingReader, open_input
-from ctxsim.formats import FormatInfo, register
+from ctxsim.fileio import HashingReader, input_limits, open_input
+from ctxsim.formats import LONE_SURROGATE, FormatInfo, count_message, register, replace_surrogates
 from ctxsim.model import ROLES, Event, Message, Session, ToolCall, Trace, Usage, parse_ts
 
 VERSION = 1
@@ -70,8 +70,9 @@ class _Checker:
         if value is not None:
             try:
                 parse_ts(value)
-            except ValueError:
-                raise self.fail(f"field 'ts' is not an ISO 8601 timestamp: {value!r}") from None
+            except ValueError as exc:
+                why = f" ({exc})" if "years" in str(exc) else ""
+                raise self.fail(f"field 'ts' is not an ISO 8601 timestamp{why}: {value[:40]!r}") from None
         return value
 
 
@@ -133,6 +134,7 @@ class _SessionBuilder:
         self.events: list[Event] = []
         self.open_calls: dict[str, int] = {}  # call id -> line of its call
         self.answered: dict[str, int] = {}  # call id -> line of its result
+        self.renamed: dict[str, str] = {}  # a reused call id (as the file has it) -> its unique id here
 
     def build(self, default_id: str) -> Session:
         h = self.header
@@ -184,9 +186,9 @@ def _message(check: _Checker, record: dict[str, Any], session: _SessionBuilder) 
         raise check.fail("field 'role' is missing")
     if role not in ROLES:
         raise check.fail(f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
-    content = record.get("content", "")
-    if content is None:
-        content = ""
+    if "content" not in record:
+        raise check.fail('field \'content\' is missing (a message\'s text; "" when it has none)')
+    content = record["content"]
     if not isinstance(content, str):
         raise check.fail(f"field 'content' must be a string, got {_kind(content)}")
     thinking = check.string(record, "thinking")
@@ -211,6 +213,7 @@ def _message(check: _Checker, record: dict[str, Any], session: _SessionBuilder) 
     if role == "tool":
         if not call_id:
             raise check.fail("tool result without 'tool_call_id'")
+        call_id = session.renamed.get(call_id, call_id)
         if call_id in session.answered:
             raise check.fail(
                 f"second tool result for call {call_id!r} (first at line {session.answered[call_id]})"
@@ -222,10 +225,22 @@ def _message(check: _Checker, record: dict[str, Any], session: _SessionBuilder) 
             )
         del session.open_calls[call_id]
         session.answered[call_id] = check.line
+    renamed = []
     for call in calls:
-        if call.id in session.open_calls or call.id in session.answered:
-            raise check.fail(f"tool call id {call.id!r} used twice in one session")
+        if call.id in session.open_calls:
+            raise check.fail(f"tool call id {call.id!r} used twice in one session, the first call still "
+                             f"unanswered (line {session.open_calls[call.id]})")
+        if call.id in session.answered:
+            # reused once its first call was answered: made unique as every reader does (`id#2`),
+            # and the results that follow name the new call
+            n = 2
+            while f"{call.id}#{n}" in session.answered or f"{call.id}#{n}" in session.open_calls:
+                n += 1
+            session.renamed[call.id] = f"{call.id}#{n}"
+            call = ToolCall(f"{call.id}#{n}", call.name, call.arguments, call.extra)
         session.open_calls[call.id] = check.line
+        renamed.append(call)
+    calls = tuple(renamed)
     return Message(
         role=role,
         content=content,
@@ -251,26 +266,41 @@ def _event(check: _Checker, record: dict[str, Any], session: _SessionBuilder) ->
     return Event(name, len(session.messages), ts, _extra(record, ("name", "ts")))
 
 
-def iter_records(lines: Iterable[bytes], path: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Decode JSONL lines strictly; blank lines skipped; errors name the line."""
+def iter_records(lines: Iterable[bytes | None], path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Decode JSONL lines strictly; blank lines skipped; errors name the line.
+
+    A line given as None was over the line limit (`HashingReader`); a UTF-8 byte-order mark
+    on line 1 is allowed; a lone UTF-16 surrogate escape is not (not valid Unicode).
+    """
     for number, raw in enumerate(lines, start=1):
+        if raw is None:
+            raise TraceError(path, number, f"line longer than --max-line-bytes "
+                                           f"({input_limits().max_line_bytes:,} bytes)")
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise TraceError(path, number, f"invalid UTF-8 at byte {exc.start} of the line") from None
+        if number == 1:
+            text = text.removeprefix("\ufeff")
         if not text.strip():
             continue
         try:
             record = json.loads(text)
         except json.JSONDecodeError as exc:
             raise TraceError(path, number, f"broken JSON: {exc.msg} at column {exc.colno}") from None
+        except RecursionError:
+            raise TraceError(path, number, "JSON nested too deeply") from None
+        except ValueError as exc:  # e.g. an integer of more digits than Python converts
+            raise TraceError(path, number, f"broken JSON: {exc}") from None
         if not isinstance(record, dict):
             raise TraceError(path, number, f"expected a JSON object, got {_kind(record)}")
+        if "\\u" in text and replace_surrogates(record):
+            raise TraceError(path, number, LONE_SURROGATE)
         yield number, record
 
 
-def read_stream(stream: IO[bytes], path: str) -> Trace:
-    reader = HashingReader(stream)
+def read_stream(stream: IO[bytes], path: str, max_line_bytes: int | None = None) -> Trace:
+    reader = HashingReader(stream, max_line_bytes)
     stem = path.rsplit("/", 1)[-1].split(".", 1)[0] or "session"
     builders: list[_SessionBuilder] = []
     for number, record in iter_records(reader, path):
@@ -284,6 +314,7 @@ def read_stream(stream: IO[bytes], path: str) -> Trace:
         if not builders:
             builders.append(_SessionBuilder({}, False, None))
         if kind == "message":
+            count_message(number)
             builders[-1].messages.append(_message(check, record, builders[-1]))
         elif kind == "event":
             builders[-1].events.append(_event(check, record, builders[-1]))
@@ -386,7 +417,7 @@ def write(trace: Trace, out: IO[str]) -> None:
 
 def sniff(head: bytes) -> str | None:
     """None when the head looks like native JSONL, else why not."""
-    for raw in head.splitlines():
+    for raw in head.removeprefix(b"\xef\xbb\xbf").splitlines():
         if not raw.strip():
             continue
         try:

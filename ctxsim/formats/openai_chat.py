@@ -186,6 +186,8 @@ def sniff(head: bytes) -> str | None:
     if any(m in text for m in anthropic) and not any(m in text for m in markers):
         return "content blocks look like Anthropic Messages (tool_use / tool_result)"
     if start == "[":
+        if any(k in text[:20000] for k in ("<environment_details>", '"modelInfo"', '"conversationHistoryIndex"')):
+            return "a Cline task's api_conversation_history.json: read its folder or ui_messages.json (cline)"
         if '"request"' in text[:200] and '"choices"' in text:
             return None
         if any(k in text for k in ('"trajectory"', '"observation"', '"source"')):
@@ -201,6 +203,15 @@ def sniff(head: bytes) -> str | None:
 def _openai_messages(messages: list[Any]) -> bool:
     return all(isinstance(m, dict) and m.get("role") in ROLES for m in messages[:5])
 
+
+ABOUT = {
+    "reads": "OpenAI Chat Completions message lists ({messages, tools, model}, a bare array, "
+             "or request/response exchange logs)",
+    "location": "wherever the agent or an API logger writes them",
+    "records": "the messages, tool calls and results; usage and time only where the log kept the responses",
+    "cannot_know": "per-request usage of a bare message list; times; which messages a request really sent "
+                   "unless each request is logged",
+}
 
 register(FormatInfo(name=NAME, description="OpenAI Chat Completions messages (+ usage), or request/response logs",
                     sniff=sniff, module=__name__, parse=parse))

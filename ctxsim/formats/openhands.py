@@ -245,5 +245,14 @@ def sniff(head: bytes) -> str | None:
     return "no OpenHands events ({id, timestamp, source, action|observation}) in the first bytes"
 
 
+ABOUT = {
+    "reads": "OpenHands event streams (a trajectory export: a JSON array of events) and evaluation output.jsonl",
+    "location": "~/.openhands/sessions/<id>/events/ (exported as a trajectory), or an evaluation run's output.jsonl",
+    "records": "actions and observations with times; per LLM response litellm usage (cache read and write), "
+               "condensation events; newer versions llm_metrics per event",
+    "cannot_know": "the system prompt unless a system action is logged; condenser calls' usage; responses "
+                   "that produced no action",
+}
+
 register(FormatInfo(name=NAME, description="OpenHands event streams (trajectory exports, evaluation output.jsonl)",
                     sniff=sniff, module=__name__, parse=parse))

@@ -159,5 +159,13 @@ def sniff(head: bytes) -> str | None:
     return "no SWE-agent keys (trajectory with history / observation) in the first bytes"
 
 
+ABOUT = {
+    "reads": "SWE-agent trajectories (<instance>.traj: history messages, trajectory steps, info)",
+    "location": "trajectories/<user>/<run name>/<instance>/<instance>.traj (v1), <run dir>/<instance>.traj (0.x)",
+    "records": "the agent's message history; run totals only (tokens sent and received, API calls, cost)",
+    "cannot_know": "per-request usage and cache counts (only run totals); times; the model in 0.x "
+                   "(from the run directory name)",
+}
+
 register(FormatInfo(name=NAME, description="SWE-agent .traj trajectories (history messages; run totals only)",
                     sniff=sniff, module=__name__, parse=parse))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from ctxsim.registry import Registry
-from ctxsim.errors import ParameterError
+from ctxsim.errors import ParameterError, did_you_mean
 from ctxsim.history import Edit, History, Item
 from ctxsim.model import Message
 from ctxsim.params import as_dict, build_params, split_spec
@@ -87,7 +87,7 @@ def policies() -> dict[str, PolicyInfo]:
 def make_policy(name: str, values: Mapping[str, Any] | None = None) -> Policy:
     table = policies()
     if name not in table:
-        raise ParameterError(f"unknown policy {name!r}; known: {', '.join(table)}")
+        raise ParameterError(f"unknown policy {name!r}{did_you_mean(name, table)}; known: {', '.join(table)}")
     info = table[name]
     return info.factory(build_params(info.params, values or {}, f"policy {name}"))
 

@@ -68,6 +68,32 @@ def compare_table(result: RunResult) -> TableData:
                      headers, rows)
 
 
+# The columns kept first when the table must fit a narrow terminal (the rest with --wide).
+PRIORITY = ("policy", "cost real gaps", "vs none", "peak", "hit rate", "first overflow", "events", "p95",
+            "input tokens", "fresh prefill", "cost cached", "cost no cache", "rewrites", "requests", "summarizer")
+
+
+def fit(table: TableData, width: int, border: int = 2) -> tuple[TableData, list[str]]:
+    """The table cut to the most useful columns that fit `width` characters (columns keep their order);
+    the names of the columns left out. `border` is what each column costs beyond its text (2 plain, 3 rich)."""
+    sizes = [max(len(h), *(len(r[c]) for r in table.rows)) if table.rows else len(h)
+             for c, h in enumerate(table.headers)]
+    chosen: set[int] = set()
+    used = 0
+    for name in PRIORITY:
+        if name not in table.headers:
+            continue
+        c = table.headers.index(name)
+        if used + sizes[c] + border > width and chosen:
+            continue
+        chosen.add(c)
+        used += sizes[c] + border
+    keep = sorted(chosen)
+    left_out = [h for c, h in enumerate(table.headers) if c not in chosen]
+    return TableData(table.title, [table.headers[c] for c in keep], [[r[c] for c in keep] for r in table.rows],
+                     table.left), left_out
+
+
 def recorded_row(result: RunResult) -> list[str] | None:
     """The `recorded` row: what was really billed (None when the trace recorded no usage)."""
     rec = recorded_of_result(result)

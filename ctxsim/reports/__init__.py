@@ -6,7 +6,8 @@ Third-party reports come through the `ctxsim.reports` entry-point group.
 
 A report renders a `RunResult` in one of its formats to text or bytes; writing
 is always atomic (a temporary file renamed over the target), so an interrupted
-write leaves the old file or the new one, never a partial one.
+write leaves the old file or the new one, never a partial one; a bundle folder is
+written beside its target and swapped in whole (one run or the one before it).
 
 Modules whose name starts with `_` are helpers; `diff.py` compares two runs
 and is used by `ctxsim diff` (it is not a single-run report).
@@ -19,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxsim.registry import Registry
-from ctxsim.errors import CtxsimError
-from ctxsim.fileio import atomic_write
+from ctxsim.errors import CtxsimError, did_you_mean
+from ctxsim.fileio import atomic_write, replace_folder
 from ctxsim.run import RunResult
 
 # Output formats, with the file suffixes they are guessed from.
@@ -82,7 +83,7 @@ def charts() -> dict[str, ReportInfo]:
 def for_format(fmt: str) -> ReportInfo:
     """The single-file report of a non-chart format (md -> markdown, csv -> csv ...)."""
     if fmt not in FORMATS:
-        raise CtxsimError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+        raise CtxsimError(f"unknown format {fmt!r}{did_you_mean(fmt, FORMATS)}; known: {', '.join(FORMATS)}")
     for info in reports().values():
         if not info.chart and fmt in info.formats:
             return info
@@ -113,9 +114,9 @@ def render(name: str, result: RunResult, fmt: str, options: Options | None = Non
     return info.render(result, fmt, options or Options())
 
 
-def write_file(path: str | Path, content: str | bytes) -> Path:
-    """Write atomically: the old file or the new one, never a partial one."""
-    with atomic_write(path, "wb" if isinstance(content, bytes) else "w") as out:
+def write_file(path: str | Path, content: str | bytes, force: bool = False) -> Path:
+    """Write atomically: the old file or the new one, never a partial one (see `fileio.atomic_write`)."""
+    with atomic_write(path, "wb" if isinstance(content, bytes) else "w", force) as out:
         out.write(content)
     return Path(path)
 
@@ -130,29 +131,56 @@ def chart_files(result: RunResult, formats: Sequence[str] = ("png", "svg")) -> l
     return out
 
 
-def write_bundle(result: RunResult, folder: Path) -> list[Path]:
+def bundle_entry(name: str, result: RunResult | None = None) -> bool:
+    """Whether a folder entry is one a bundle writes (or a temporary file of an interrupted write).
+
+    A folder is replaced whole only when every entry in it is one of these (or with --force), so
+    files a user put in it are never deleted silently.
+    """
+    names = {"run.json"}
+    for info in reports().values():
+        if info.chart:
+            names.update(f"{info.name}.{fmt}" for fmt in info.formats)
+        elif result is not None:
+            names.update(filename for filename, _, _ in info.bundle(result))
+    names.update(f"{table}.{suffix}" for table in TABLES for suffix in ("csv", "parquet"))
+    names.add("report.md")
+    return name in names or (name.startswith(".") and name.endswith(".tmp"))
+
+
+def write_bundle(result: RunResult, folder: Path, force: bool = False) -> list[Path]:
     """Write run.json, report.md, the charts (PNG and SVG) and the tidy tables into `folder`.
 
-    Returns the paths written, in order. Every file is written atomically, and
-    the same run gives the same bytes (Parquet aside).
+    Returns the paths written, in order. The files are written into a hidden sibling folder that
+    then replaces `folder` whole (`fileio.replace_folder`): the folder holds this run or the one
+    before it, never a mix, and an interruption leaves no temporary folder. A folder holding
+    entries a bundle does not write is refused unless `force` (then they go with the old folder).
+    The same run gives the same bytes (Parquet aside).
     """
     from ctxsim.reports._common import dumps_run
 
     folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise CtxsimError(f"{folder}: exists and is not a folder")
-    written = [write_file(folder / "run.json", dumps_run(result))]
-    table = reports()
-    for name, fmt, filename in chart_files(result):
-        written.append(write_file(folder / filename, table[name].render(result, fmt, Options())))
-    for info in table.values():
-        if info.chart or info.unavailable(result):
-            continue
-        for filename, fmt, options in info.bundle(result):
-            if fmt == "md":
-                options = Options(charts=markdown_links(result))
-            written.append(write_file(folder / filename, info.render(result, fmt, options)))
-    return written
+    names: list[str] = []
+
+    def fill(into: Path) -> None:
+        def put(filename: str, content: str | bytes) -> None:
+            write_file(into / filename, content)
+            names.append(filename)
+
+        put("run.json", dumps_run(result))
+        table = reports()
+        for name, fmt, filename in chart_files(result):
+            put(filename, table[name].render(result, fmt, Options()))
+        for info in table.values():
+            if info.chart or info.unavailable(result):
+                continue
+            for filename, fmt, options in info.bundle(result):
+                if fmt == "md":
+                    options = Options(charts=markdown_links(result))
+                put(filename, info.render(result, fmt, options))
+
+    replace_folder(folder, fill, force, lambda name: bundle_entry(name, result))
+    return [folder / name for name in names]
 
 
 def markdown_links(result: RunResult, fmt: str = "png") -> tuple[tuple[str, str], ...]:
@@ -160,5 +188,5 @@ def markdown_links(result: RunResult, fmt: str = "png") -> tuple[tuple[str, str]
     return tuple((table[name].summary, filename) for name, f, filename in chart_files(result, (fmt,)) if f == fmt)
 
 
-__all__ = ["FORMATS", "Options", "ReportInfo", "charts", "for_format", "guess_format", "register", "render",
-           "reports", "write_bundle", "write_file"]
+__all__ = ["FORMATS", "Options", "ReportInfo", "bundle_entry", "charts", "for_format", "guess_format", "register",
+           "render", "reports", "write_bundle", "write_file"]

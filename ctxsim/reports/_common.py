@@ -18,9 +18,12 @@ from ctxsim.run import RunResult
 # ---------------------------------------------------------------- artefact
 def load_run(path: str | Path) -> RunResult:
     """Read run.json back, with a one-line error for anything that is not a run artefact."""
+    from ctxsim.fileio import check_regular_file
+
     target = Path(path)
     if target.is_dir():
         raise CtxsimError(f"{path}: is a folder, expected a run.json file")
+    check_regular_file(str(target))  # a FIFO or device is refused, not read (a FIFO blocked for ever)
     try:
         result = RunResult.load(target)
     except (KeyError, TypeError, ValueError, ArithmeticError) as exc:

@@ -40,9 +40,12 @@ TOOL_COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#882255", "#117733"
 
 # ---------------------------------------------------------------- chart
 def _missing(result: RunResult) -> str | None:
-    if all(composition_of(run) is None for run in result.runs):
+    comps = [composition_of(run) for run in result.runs]
+    if all(comp is None for comp in comps):
         return ("this run.json has no `composition` block (the engine does not record it yet); "
                 "see ctxsim/reports/composition.py")
+    if not any(comp is not None and comp.requests for comp in comps):
+        return "the trace has no model request, so there is no context to chart"
     return None
 
 
@@ -84,8 +87,9 @@ def draw(result: RunResult, fmt: str) -> bytes:
                         colours[key] = TOOL_COLOURS[tool_index % len(TOOL_COLOURS)]
                         tool_index += 1
             keys = list(data)
-            ax.stackplot(comp.requests, *[data[k] for k in keys], colors=[colours[k] for k in keys],
-                         linewidth=0, alpha=0.9)
+            if keys:  # every prompt of this run empty (or no request): an empty panel, not a crash
+                ax.stackplot(comp.requests, *[data[k] for k in keys], colors=[colours[k] for k in keys],
+                             linewidth=0, alpha=0.9)
             totals = [sum(col) for col in zip(*data.values(), strict=True)] if data else [0]
             top = max(top, *totals)
             ax.set_title(short(name, 90), fontsize=10, loc="left", fontweight="bold")

@@ -18,7 +18,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ctxsim.engine import PolicyRun
-from ctxsim.errors import CtxsimError
+from ctxsim.errors import CtxsimError, did_you_mean
 from ctxsim.reports._common import change, label, money, pct, signed_pct
 from ctxsim.run import RunResult
 
@@ -77,7 +77,8 @@ def parse_metrics(values: Sequence[str]) -> tuple[str, ...]:
             if not name:
                 continue
             if name not in METRICS:
-                raise CtxsimError(f"unknown metric {name!r}; known: {', '.join(METRICS)}")
+                raise CtxsimError(f"unknown metric {name!r}{did_you_mean(name, METRICS)}; known: "
+                                  f"{', '.join(METRICS)}")
             if name not in names:
                 names.append(name)
     return tuple(names) or ("cost",)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ctxsim.registry import Registry
-from ctxsim.errors import CtxsimError
+from ctxsim.errors import CtxsimError, did_you_mean
 
 
 class Tokenizer(Protocol):
@@ -47,7 +47,7 @@ def tokenizers() -> dict[str, TokenizerInfo]:
 def get_tokenizer(name: str = DEFAULT) -> Tokenizer:
     table = tokenizers()
     if name not in table:
-        raise CtxsimError(f"unknown tokenizer {name!r}; known: {', '.join(table)}")
+        raise CtxsimError(f"unknown tokenizer {name!r}{did_you_mean(name, table)}; known: {', '.join(table)}")
     if name not in _INSTANCES:
         _INSTANCES[name] = table[name].factory()
     return _INSTANCES[name]
