@@ -312,6 +312,12 @@ class Calibration:
     # per session part that continues another after a compaction: how much larger its hidden prefix is than
     # the part before's (what the product re-attached, e.g. files re-read, that the log does not show)
     reattached_tokens: dict[str, int] = field(default_factory=dict)
+    # per session part whose recorded cache reads stopped inside its hidden prefix at a break (the provider
+    # rewrote from there): the stable system layer (tools + system prompt) the reads stopped at. The rest of
+    # the hidden prefix is project context the product sends in the messages (Claude Code's layers: system
+    # prompt + tools / project context / conversation), so `apply` puts it after the system breakpoint.
+    system_layer_tokens: dict[str, int] = field(default_factory=dict)
+    context_tokens: dict[str, int] = field(default_factory=dict)  # of each such prefix, what lies past the layer
 
     @property
     def missing_tokens(self) -> int:
@@ -337,7 +343,14 @@ class Calibration:
                        scale=round(self.scale, 6))
 
     def setup(self, base: Setup | None = None) -> Setup:
-        return replace(base or Setup(), hidden_prefix_tokens=self.hidden_prefix_tokens)
+        return replace(base or Setup(), hidden_prefix_tokens=self.base_prefix_tokens)
+
+    @property
+    def base_prefix_tokens(self) -> int:
+        """The hidden prefix every session's base carries (Setup): the smallest, less any context moved out."""
+        if not self.context_tokens:
+            return self.hidden_prefix_tokens
+        return min(p - self.context_tokens.get(sid, 0) for sid, p in self.session_prefix_tokens.items())
 
     def policy(self, policy: Policy, provider: str, model: str) -> Policy:
         """`policy` with the provider's rules in front: what the calibration was fitted on."""
@@ -358,9 +371,11 @@ class Calibration:
         placeholders = set(self.placeholder_outputs)
         sessions = []
         changed = False
+        floor = self.base_prefix_tokens
         for s in trace.sessions:
             new = s
-            extra = self.prefix_of(s) - self.hidden_prefix_tokens
+            moved = self.context_tokens.get(s.id, 0)  # the hidden project context past the system layer
+            extra = self.prefix_of(s) - moved - floor
             if extra:
                 new = replace(new, system_tokens=sizer.system(s) + extra)
             messages = list(s.messages)
@@ -382,6 +397,14 @@ class Calibration:
                                               extra={**m.extra, "anchor_tokens": _anchor(m) + counted,
                                                      "anchor": a.reason})
                     touched = True
+            if moved:  # the hidden project context: after the system breakpoint, ahead of the conversation
+                context = Message("system", "", extra_tokens=max(0, round(moved / self.scale) - self.message_tokens),
+                                  extra={"hidden_context_tokens": moved, "pinned": True})
+                messages.insert(0, context)
+                touched = True
+            warm = self.warm_start_tokens.get(s.id)
+            if warm:
+                new = replace(new, extra={**new.extra, "warm_start_tokens": warm})
             if touched:
                 new = replace(new, messages=tuple(messages))
             changed = changed or new is not s
@@ -407,7 +430,9 @@ class Calibration:
                 "cost_usd": None if self.cost_usd is None else str(self.cost_usd),
                 "cost_range_usd": None if self.cost_range_usd is None else [str(v) for v in self.cost_range_usd],
                 "session_cost_ranges_usd": {k: [str(lo), str(hi)] for k, (lo, hi) in self.session_cost_ranges.items()},
-                "warm_start_tokens": dict(self.warm_start_tokens)}
+                "warm_start_tokens": dict(self.warm_start_tokens),
+                "system_layer_tokens": dict(self.system_layer_tokens),
+                "context_tokens": dict(self.context_tokens)}
 
 
 # ---------------------------------------------------------------- the fit
@@ -616,12 +641,55 @@ def calibration(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCount
         first = next((r for r in rs if _billed(r)), None)
         if first is not None and first.recorded.usage is not None and first.recorded.usage.cache_read_tokens:
             warm[first.session] = first.recorded.usage.cache_read_tokens
+    layers = _system_layers(trace, base, prefixes, sizer)
+    by_id = {s.id: s for s in trace.sessions}
+    context = {sid: moved for sid, layer in layers.items()
+               if (moved := max(0, min(sizer.system(by_id[sid]) + sizer.tools(by_id[sid]) + prefixes[sid] - layer,
+                                       prefixes[sid])))}
+    if layers:
+        notes.append("cache reads stopped inside the hidden prefix at a break in " + ", ".join(
+            f"{sid[-12:]} ({tokens:,} tokens)" for sid, tokens in sorted(layers.items()))
+            + ": the rest of that prefix is replayed as project context after the system breakpoint")
     cal = replace(shell, hidden_prefix_tokens=hidden, group_prefix_tokens=group_prefix,
                   group_requests=_group_requests(trace, segments),
                   session_groups={s.id: group_of(s) for s in trace.sessions}, session_prefix_tokens=prefixes,
                   anchors=tuple(anchors), placeholder_outputs=placeholders, notes=tuple(notes),
-                  warm_start_tokens=warm, reattached_tokens=reattached)
+                  warm_start_tokens=warm, reattached_tokens=reattached, system_layer_tokens=layers,
+                  context_tokens=context)
     return _assess(trace, counter, cal)
+
+
+LAYER_MIN_TOKENS = 1024  # the smallest cacheable prefix (Anthropic, most models): a layer boundary below is noise
+
+
+def _system_layers(trace: Trace, per_session: list[list[Request]], prefixes: Mapping[str, int],
+                   sizer: MessageSizer) -> dict[str, int]:
+    """Per session part, the largest recorded cache read that stopped inside its hidden prefix at a break.
+
+    A break: a request that read less than 95 % of the previous request's whole prompt. Where the read
+    stops inside the base (visible system and tools + the hidden prefix), the provider held a cache entry
+    there, a breakpoint: the stable system layer. Nothing is inferred where no such stop is recorded.
+    """
+    out: dict[str, int] = {}
+    for session, requests in zip(trace.sessions, per_session, strict=True):
+        if session.id not in prefixes:
+            continue
+        base = sizer.system(session) + sizer.tools(session) + prefixes[session.id]
+        previous: Message | None = None
+        stops = []
+        for r in requests:
+            if not _billed(r):
+                continue
+            u = r.recorded.usage
+            assert u is not None
+            if previous is not None and previous.usage is not None:
+                read = u.cache_read_tokens
+                if LAYER_MIN_TOKENS <= read < 0.95 * previous.usage.input_tokens and read <= base - LAYER_MIN_TOKENS:
+                    stops.append(read)
+            previous = r.recorded
+        if stops:
+            out[session.id] = max(stops)
+    return out
 
 
 def _group_requests(trace: Trace, segments: list[_Segment]) -> dict[str, int]:
@@ -677,7 +745,6 @@ def _assess(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibratio
     """Replay the calibrated `none` once: in-sample quality, recorded and simulated cost, and the cost range."""
     applied = cal.apply(trace, counter)
     replayer, _, _, per_session = replay_none(applied, counter, cal.framing(), cal.setup())
-    pricer = replayer.pricer
     writes_cache = replayer.resolved.provider == "anthropic"
     breaks = 0
     errors: list[float] = []
@@ -686,7 +753,7 @@ def _assess(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibratio
     ranges: dict[str, tuple[Decimal, Decimal]] = {}
     for session, requests in zip(applied.sessions, per_session, strict=True):
         shared = (session.system_tokens if session.system_tokens is not None else 0) \
-            + cal.hidden_prefix_tokens + MessageSizer(counter, cal.framing()).tools(session)
+            + cal.base_prefix_tokens + MessageSizer(counter, cal.framing()).tools(session)
         s_low = s_high = Decimal(0)
         first = first_seen = True
         previous: int | None = None
@@ -696,6 +763,7 @@ def _assess(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibratio
             u = r.recorded.usage
             assert u is not None
             row = r.row
+            pricer = replayer.pricer_for(session, r.recorded)  # the request's own model's prices
             errors.append((row.input_tokens - u.input_tokens) / u.input_tokens)
             rec_in += u.input_tokens
             sim_in += row.input_tokens
@@ -712,6 +780,10 @@ def _assess(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibratio
                 low = min(low, _warm_start(pricer, row, previous, ts))
                 first = False
             high = row.cost_usd
+            if first_seen and cal.warm_start_tokens.get(session.id):  # the replay read it warm, as recorded:
+                # another run of the session may find that prefix cold (high end: written, or sent fresh)
+                high = max(high, _cache_break(pricer, row, max(0, row.cache_read_tokens - cal.warm_start_tokens[
+                    session.id]), writes_cache, ts))
             if not first_seen and u.cache_read_tokens < row.cache_read_tokens - 0.05 * u.input_tokens:
                 # the provider rewrote what the replay reads, with nothing in the log changed
                 high = max(high, _cache_break(pricer, row, u.cache_read_tokens, writes_cache, ts))

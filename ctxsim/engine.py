@@ -11,17 +11,18 @@ history keeps running sums, the cache models are told where an edit started.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
-from ctxsim.caching import CacheModel, CacheResult, CacheSpec, cache_spec
+from ctxsim.caching import CacheModel, CacheResult, CacheSpec, WarmStart, cache_spec
 from ctxsim.composition import Composition, Snapshots, column_of
 from ctxsim.counting import Framing, MessageSizer, blocks
 from ctxsim.history import History, Item, SideCall
 from ctxsim.meter import EventRecord, Row, Totals, from_columns, to_columns
 from ctxsim.model import Message, Session, Trace, parse_ts
 from ctxsim.policies import Context, Policy, effective
-from ctxsim.pricing import Bill, Pricer
+from ctxsim.errors import CtxsimError
+from ctxsim.pricing import Bill, Pricer, price_data_version
 
 DEFAULT_PROVIDER = "anthropic"
 DEFAULT_MODEL = "claude-sonnet-4-5"
@@ -65,14 +66,71 @@ class Resolved:
     model_id: str
     window: int
     cache: CacheSpec
+    # every priced model id the replay uses, in order of first use (each request is priced at its own
+    # session's or message's model unless --model forces one); the first is `model_id`
+    models: tuple[str, ...] = ()
+
+
+def session_model(session: Session) -> str | None:
+    """A session's own model: its header's, else its first recorded response's."""
+    return session.model or next((m.model for m in session.messages if m.model), None)
 
 
 def trace_model(trace: Trace) -> tuple[str | None, str | None]:
+    """The trace's first session's (provider, model): the run's primary model, its window and cache rules."""
     for session in trace.sessions:
-        model = session.model or next((m.model for m in session.messages if m.model), None)
+        model = session_model(session)
         if model or session.provider:
             return session.provider, model
     return None, None
+
+
+class Pricers:
+    """One Pricer per (provider, model) a replay prices requests at, all sharing one notes list.
+
+    A request is priced at its own recorded message's model, else its session's, else the trace's
+    (the primary); a forced `--model` / `--provider` overrides. A model the price data does not know
+    is priced at its session's (or the primary) model, and the notes say so.
+    """
+
+    def __init__(self, primary: Pricer, setup: Setup, default_provider: str | None) -> None:
+        self.primary = primary
+        self.setup = setup
+        self.default_provider = default_provider
+        self.notes = primary.notes
+        self.memo: dict[tuple[str, str], Pricer] = {(primary.provider, primary.model): primary}
+        self.used: dict[str, None] = {}  # model ids, in order of first use
+
+    def get(self, provider: str | None, model: str | None, fallback: Pricer | None = None) -> Pricer:
+        if self.setup.model:
+            model = self.setup.model
+        provider = self.setup.provider or provider or self.default_provider or self.primary.provider
+        if not model:
+            pricer = fallback or self.primary
+        else:
+            key = (provider, model)
+            pricer = self.memo.get(key)  # type: ignore[assignment]
+            if pricer is None:
+                try:
+                    pricer = Pricer(provider, model, self.notes)
+                except CtxsimError:
+                    pricer = fallback or self.primary
+                    note = (f"model {model!r} ({provider}) has no price in {price_data_version()}: "
+                            f"its requests priced as {pricer.model_id}")
+                    if note not in self.notes:
+                        self.notes.append(note)
+                self.memo[key] = pricer
+        self.used.setdefault(pricer.model_id)
+        return pricer
+
+    def session(self, session: Session) -> Pricer:
+        return self.get(session.provider, session_model(session))
+
+    def request(self, session: Session, session_pricer: Pricer, message: Message) -> Pricer:
+        if not message.model or self.setup.model:
+            self.used.setdefault(session_pricer.model_id)
+            return session_pricer
+        return self.get(session.provider, message.model, session_pricer)
 
 
 def resolve(trace: Trace, setup: Setup) -> tuple[Resolved, Pricer]:
@@ -85,7 +143,23 @@ def resolve(trace: Trace, setup: Setup) -> tuple[Resolved, Pricer]:
         spec = f"{spec}{',' if ':' in spec else ':'}ttl={setup.cache_ttl}"
     window = setup.window or next((s.window for s in trace.sessions if s.window), None) \
         or pricer.context_window or DEFAULT_WINDOW
-    return Resolved(pricer.provider_id, model, pricer.model_id, window, cache_spec(spec)), pricer
+    return Resolved(pricer.provider_id, model, pricer.model_id, window, cache_spec(spec), (pricer.model_id,)), pricer
+
+
+def priced_models(trace: Trace, pricers: Pricers) -> tuple[str, ...]:
+    """The priced model ids the requests of `trace` are priced at, in order of first use."""
+    for session in trace.sessions:
+        own = pricers.session(session)
+        for m in session.messages:
+            if m.role == "assistant":
+                pricers.request(session, own, m)
+    return tuple(pricers.used) or (pricers.primary.model_id,)
+
+
+def own_models(trace: Trace) -> tuple[str, ...]:
+    """The models the trace itself was run on (no `--model` forced), as ctxsim prices them."""
+    _, pricer = resolve(trace, Setup())
+    return priced_models(trace, Pricers(pricer, Setup(), trace_model(trace)[0]))
 
 
 class _Unpacked:
@@ -188,6 +262,9 @@ class Replayer:
         self.sizer = sizer
         self.setup = setup or Setup()
         self.resolved, self.pricer = resolve(trace, self.setup)
+        self.pricers = Pricers(self.pricer, self.setup, trace_model(trace)[0])
+        self._session_pricers = [self.pricers.session(s) for s in trace.sessions]
+        self.resolved = replace(self.resolved, models=priced_models(trace, self.pricers))
         ts = _Ts()  # each distinct timestamp parsed once
         # Every run appends the same recorded messages: what the engine needs of each (size,
         # content blocks, time, pinned, composition column) is worked out once, here, for all runs.
@@ -204,8 +281,8 @@ class Replayer:
     def run(self, policy: Policy, progress: Callable[[int], None] | None = None) -> PolicyRun:
         state = _RunState()
         rule = self.provider_rule() if self.setup.provider_rules else None
-        for session, recorded in zip(self.trace.sessions, self._recorded, strict=True):
-            self._session(session, recorded, policy, state, progress, rule)
+        for session, recorded, pricer in zip(self.trace.sessions, self._recorded, self._session_pricers, strict=True):
+            self._session(session, recorded, policy, state, progress, rule, pricer)
         totals = Totals.of(state.rows, len(state.events), self.resolved.window, self.setup.output_reserve)
         return PolicyRun(effective(policy), state.rows, state.events, totals, Composition.of(state.composition))
 
@@ -217,7 +294,8 @@ class Replayer:
         return rule if rule.active else None  # type: ignore[return-value]
 
     def _session(self, session: Session, recorded: list[_Recorded], policy: Policy, state: _RunState,
-                 progress: Callable[[int], None] | None, rule: Policy | None = None) -> None:
+                 progress: Callable[[int], None] | None, rule: Policy | None = None,
+                 own: Pricer | None = None) -> None:
         sizer = self.sizer
         rows, events = state.rows, state.events
         stages: tuple[Policy, ...] = ((rule,) if rule is not None else ()) + tuple(
@@ -226,7 +304,12 @@ class Replayer:
         base = sizer.tools(session) + sizer.system(session) + self.setup.hidden_prefix_tokens
         history = History(base, sizer.message, blocks)
         spec = self.resolved.cache
-        cache = spec.build(self.resolved.model_id)
+        own = own or self.pricer
+        cache = spec.build(own.model_id)  # the session's own model's cache rules (minimum cacheable prefix)
+        warm_start = session.extra.get("warm_start_tokens")  # a prefix cached before its log began (calibrate)
+        if isinstance(warm_start, int) and warm_start > 0:
+            cache = WarmStart(cache, warm_start)
+        request_pricer = self.pricers.request
         window = self.resolved.window
         reserve = self.setup.output_reserve
         last_ts: float | None = None
@@ -271,7 +354,7 @@ class Replayer:
                     events.append(EventRecord(number, session.id, stage.name, applied.kind, applied.note,
                                               applied.messages, applied.tokens_before, applied.tokens_after))
                     for call in edit.calls:
-                        rows.append(self._side_row(number, session, call, message.ts, request_ts, window))
+                        rows.append(self._side_row(number, session, call, message.ts, request_ts, window, own))
             prompt = history.prompt_tokens
             numbers.append(number)
             snapshots.append(tuple(columns()))
@@ -279,7 +362,8 @@ class Replayer:
             rewrite = prev_items > 0 and valid < prev_items
             output = message.usage.output_tokens if message.usage and message.usage.output_tokens else size
             rows.append(self._row(number, session, index, message, history, cache, request_ts,
-                                  prompt, output, shared, rewrite, window))
+                                  prompt, output, shared, rewrite, window,
+                                  own if message.model is None else request_pricer(session, own, message)))
             for limit, kind, label in limits:
                 if prompt > limit and limit not in crossed:
                     crossed.add(limit)
@@ -292,10 +376,14 @@ class Replayer:
             if progress is not None:
                 progress(1)
 
+    def pricer_for(self, session: Session, message: Message) -> Pricer:
+        """The Pricer a request (the assistant `message` of `session`) is priced at: its own model's."""
+        return self.pricers.request(session, self.pricers.session(session), message)
+
     def _side_row(self, number: int, session: Session, call: SideCall, ts: str | None, ts_s: float | None,
-                  window: int) -> Row:
-        """A policy's own model request: read fresh (uncached), priced like any request."""
-        cost = self.pricer.cost(Bill(call.input_tokens, output_tokens=call.output_tokens), ts_s)
+                  window: int, pricer: Pricer) -> Row:
+        """A policy's own model request: read fresh (uncached), priced like any request (its session's model)."""
+        cost = pricer.cost(Bill(call.input_tokens, output_tokens=call.output_tokens), ts_s)
         return Row(
             request=number, session=session.id, index=0, kind=call.kind, ts=ts, messages=0,
             input_tokens=call.input_tokens, cache_read_tokens=0, cache_write_tokens=0, cache_write_1h_tokens=0,
@@ -306,11 +394,11 @@ class Replayer:
 
     def _row(self, number: int, session: Session, index: int, message: Message, history: History,
              cache: CacheModel, ts_s: float | None, prompt: int, output: int,
-             shared: int, rewrite: bool, window: int) -> Row:
+             shared: int, rewrite: bool, window: int, pricer: Pricer) -> Row:
         answer = cache.request(history, ts_s)
         real, warm = (answer, answer) if isinstance(answer, CacheResult) else answer
         # CacheResult is (read, write, write_1h): the middle of a Bill
-        cost, cost_warm, cost_plain = self.pricer.costs(Bill(prompt, *real, output), Bill(prompt, *warm, output),
+        cost, cost_warm, cost_plain = pricer.costs(Bill(prompt, *real, output), Bill(prompt, *warm, output),
                                                         ts_s)
         usage = message.usage
         read = real.read_tokens

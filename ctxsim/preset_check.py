@@ -132,7 +132,7 @@ def _check(before: Session, after: Session, event: Any, product: str, calibratio
     options = Options(tokenizer=tokenizer, jobs=1)
     if calibration is not None:
         trace = calibration.apply(trace)
-        options = replace(options, framing=calibration.framing(), hidden_prefix_tokens=calibration.hidden_prefix_tokens)
+        options = replace(options, framing=calibration.framing(), hidden_prefix_tokens=calibration.base_prefix_tokens)
     choices = resolve(["none", spec])
     result = replay_choices(trace, "", choices, options)
     none, preset = result.runs

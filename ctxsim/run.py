@@ -88,6 +88,7 @@ def manifest(replayer: Replayer, trace_path: str) -> dict[str, Any]:
                   "messages": sum(len(s.messages) for s in trace.sessions)},
         "provider": r.provider,
         "model": r.model_id,
+        "models": list(r.models),  # each request priced at its own session's / message's model
         "window": r.window,
         "output_reserve": replayer.setup.output_reserve,
         "tokenizer": label(tokenizer),
@@ -111,14 +112,14 @@ def recorded_json(trace: Any, pricer: Any) -> dict[str, Any] | None:
     recorded = recorded_of(trace, pricer)
     if recorded is None:
         return None
-    from ctxsim.engine import Setup, resolve
+    from ctxsim.engine import Setup, own_models, resolve
 
-    try:  # the trace's own provider and model: the `none` run compared with the bill is priced so
+    try:  # the trace's own provider and models: the `none` run compared with the bill is priced so
         own, _ = resolve(trace, Setup())
-        provider, model = own.provider, own.model_id
+        provider, model, models = own.provider, own.model_id, list(own_models(trace))
     except CtxsimError:
-        provider, model = pricer.provider_id, pricer.model_id
-    return {**recorded.to_json(), "provider": provider, "model": model}
+        provider, model, models = pricer.provider_id, pricer.model_id, [pricer.model_id]
+    return {**recorded.to_json(), "provider": provider, "model": model, "models": models}
 
 
 def provider_rules(replayer: Replayer) -> list[str]:

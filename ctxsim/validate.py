@@ -182,7 +182,6 @@ def validate(trace: Trace, tokenizer: str = "o200k_base", calibrate: bool = True
     if rule is not None and rule.dropped_tokens:
         rules.append(f"provider rule: reasoning of turns before the latest user message dropped "
                      f"({rule.dropped_tokens:,} tokens taken out of the prompt)")
-    pricer = replayer.pricer
     checks: list[RequestCheck] = []
     ttl = _ttl(replayer.resolved.provider, replayer.resolved.model_id)
     for session, requests in zip(replayed.sessions, per_session, strict=True):
@@ -199,7 +198,7 @@ def validate(trace: Trace, tokenizer: str = "o200k_base", calibrate: bool = True
                 context.after_request(message, None)
                 continue
             ts_s = message.ts_s
-            recorded_cost = pricer.cost(Bill(usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
+            recorded_cost = replayer.pricer_for(session, message).cost(Bill(usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
                                              usage.cache_write_1h_tokens, usage.output_tokens), ts_s)
             check = RequestCheck(
                 request=row.request, session=session.id, index=row.index, ts=message.ts,
@@ -277,9 +276,10 @@ class _SessionFacts:
         first = self.index == 0
         if first and self.compacted:
             out.append("first request after the agent's own compaction (the summarising call is not logged)")
-        if first and rec_read > sim_read:
+        if first and rec_read > 0:
             out.append(f"first request of its session, yet {rec_read:,} tokens came from the cache: that prefix "
-                       "(system prompt and tools) was cached before this log starts")
+                       "(system prompt and tools) was cached before this log starts"
+                       + (" (the replay reads it warm, as recorded)" if sim_read >= rec_read else ""))
         if gap is not None and ttl is not None and gap > ttl and rec_read > sim_read:
             out.append(f"{_duration(gap)} since the previous request, past the {_duration(ttl)} cache lifetime, yet "
                        f"{rec_read:,} tokens were read: kept warm outside this log")

@@ -173,8 +173,9 @@ def test_validate_compares_each_request_and_explains_a_warm_first_read():
                                 messages=messages),))
     result = validate(trace, "chars4")
     check = result.checks[0]
-    assert check.recorded_cache_read_tokens == 5_000 and check.simulated_cache_read_tokens == 0
-    assert any("first request of its session" in r for r in check.reasons)
+    # the replay reads the recorded warm prefix at the first request (caching.WarmStart) and says why
+    assert check.recorded_cache_read_tokens == 5_000 and check.simulated_cache_read_tokens == 5_000
+    assert any("first request of its session" in r and "warm, as recorded" in r for r in check.reasons)
     data = result.to_json(3)
     assert data["requests_with_usage"] == 9 and len(data["worst"]) == 3
     assert data["hit_rate"]["recorded"] > 0

@@ -295,7 +295,9 @@ def test_format_is_guessed_from_the_output_path(tmp_path: Path, saved: Path):
 def test_report_to_stdout_and_errors(tmp_path: Path, saved: Path):
     res = invoke("report", saved, "-f", "csv", "--table", "runs")
     assert res.exit_code == 0 and res.stdout.startswith("policy,policy_name,params,")
-    assert len(res.stdout.strip().splitlines()) == 3  # header + two policies
+    lines = res.stdout.strip().splitlines()
+    # header + two policies + the recorded row (the shipped trace records the usage it was billed)
+    assert len(lines) == 4 and lines[-1].startswith("recorded,")
     res = invoke("report", saved)
     assert res.exit_code == 0 and "summary" in res.stdout and "\x1b[" not in res.stdout
     for args, message in [
@@ -333,7 +335,9 @@ def test_markdown_reads_as_a_pr_comment(result: RunResult):
     assert "![Context size per request](context.png)" in text
     assert text.count("<details>") == text.count("</details>") >= 3
     assert "<summary>Events: 7 (clear 7)</summary>" in text
-    assert "$1.96" in text  # money with cents; thousands separators in token counts:
+    # money with cents (none's total, re-derived: the shipped trace now records usage, so its outputs are
+    # billed at their recorded counts); thousands separators in token counts:
+    assert f"${result.runs[0].totals.cost_usd:.2f}" in text
     assert "139,672" in text
 
 
@@ -354,7 +358,8 @@ def test_markdown_fits_a_comment_and_says_what_it_cut(result: RunResult):
 def test_single_policy_verdict(result: RunResult):
     one = RunResult(result.manifest, result.runs[:1])
     text = render("markdown", one, "md")
-    assert "**Verdict:** `none`: $1.96 for 60 requests, peak context 139,672 tokens (70% of the window)" in text
+    cost = f"${result.runs[0].totals.cost_usd:.2f}"
+    assert f"**Verdict:** `none`: {cost} for 60 requests, peak context 139,672 tokens (70% of the window)" in text
 
 
 # ---------------------------------------------------------------- tidy tables
@@ -369,6 +374,9 @@ def test_csv_keeps_money_exact_and_tidy(result: RunResult):
         total = sum((Decimal(v) for v in frame.loc[frame["policy"] == label, "cost_usd"]), Decimal(0))
         assert total == run.totals.cost_usd
     runs = pd.read_csv(io.StringIO(render("csv", result, "csv", Options(table="runs"))), dtype=str)
+    recorded = runs[runs["policy"] == "recorded"]  # the shipped trace records its bill: one row for it
+    assert list(recorded["cost_usd"]) == [result.manifest["recorded"]["cost_usd"]]
+    runs = runs[runs["policy"] != "recorded"]
     assert list(runs["cost_usd"]) == [str(r.totals.cost_usd) for r in result.runs]
     assert list(runs["peak_context_tokens"]) == [str(r.totals.peak_context_tokens) for r in result.runs]
     events = pd.read_csv(io.StringIO(render("csv", result, "csv", Options(table="events"))))
@@ -379,7 +387,8 @@ def test_parquet_keeps_decimals(result: RunResult):
     import pandas as pd
 
     frame = pd.read_parquet(io.BytesIO(render("parquet", result, "parquet", Options(table="runs"))))
-    assert [Decimal(v) for v in frame["cost_usd"]] == [r.totals.cost_usd for r in result.runs]
+    assert [Decimal(v) for v in frame["cost_usd"]] == [r.totals.cost_usd for r in result.runs] + [
+        Decimal(result.manifest["recorded"]["cost_usd"])]  # the recorded row last
 
 
 # ---------------------------------------------------------------- charts' inputs
@@ -467,7 +476,8 @@ def test_diff_markdown_and_json(tmp_path: Path, result: RunResult):
     text = md.read_text(encoding="utf-8")
     assert text.startswith("### ctxsim diff: ❌ cost regressed by more than 5%")
     assert f"`clear:trigger=40000` (was `{CLEAR}`)" in text  # paired by policy name
-    assert "$1.10 → $1.37 (+25.0%) ❌" in text and "trigger: 30000 → 40000" in text
+    was = result.runs[1].totals.cost_usd
+    assert f"${was:.2f} → ${was * Decimal('1.25'):.2f} (+25.0%) ❌" in text and "trigger: 30000 → 40000" in text
     data = json.loads(invoke("diff", base, new, "--fail-above", "5%", "--json").stdout)
     assert data["failed"] is True and data["threshold"] == "0.05"
     statuses = {c["metric"]: c["status"] for c in data["pairs"][1]["changes"]}

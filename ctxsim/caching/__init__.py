@@ -47,6 +47,47 @@ class CacheModel(Protocol):
         """The history changed from item `boundary` on; prefixes before it are intact."""
 
 
+def _warmed(result: CacheResult, prompt: int, tokens: int) -> CacheResult:
+    """`result` with up to `tokens` of the prompt read instead of written (5-minute writes first) or sent fresh."""
+    move = max(0, min(tokens, prompt) - result.read_tokens)
+    if not move:
+        return result
+    from_5m = min(move, result.write_tokens)
+    from_1h = min(move - from_5m, result.write_1h_tokens)
+    return CacheResult(result.read_tokens + move, result.write_tokens - from_5m, result.write_1h_tokens - from_1h)
+
+
+class WarmStart:
+    """A cache model whose session starts with `tokens` of its prefix already cached by another session.
+
+    The product's sessions share their system prompt and tools, so a session's first request can read
+    them from a cache another session wrote (Claude Code and Codex both do; issue 17). Where the log
+    records that read (the first request's recorded cache read), the replay's first request reads that
+    much instead of writing it; every later request is answered by the wrapped model unchanged.
+    """
+
+    def __init__(self, inner: CacheModel, tokens: int) -> None:
+        self.inner = inner
+        self.tokens = tokens
+        self.name = inner.name
+        self.params = inner.params
+        self._first = True
+
+    def request(self, history: History, ts_s: float | None) -> CacheResult | tuple[CacheResult, CacheResult]:
+        answer = self.inner.request(history, ts_s)
+        if not self._first:
+            return answer
+        self._first = False
+        prompt = history.prompt_tokens
+        if isinstance(answer, CacheResult):
+            return _warmed(answer, prompt, self.tokens)
+        real, warm = answer
+        return _warmed(real, prompt, self.tokens), _warmed(warm, prompt, self.tokens)
+
+    def edited(self, boundary: int) -> None:
+        self.inner.edited(boundary)
+
+
 @dataclass(frozen=True)
 class CacheInfo:
     name: str

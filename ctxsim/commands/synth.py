@@ -21,6 +21,11 @@ def synth(
     output_scale: Annotated[Optional[float], typer.Option(help="coding: scale tool output sizes.")] = None,
     aside_rate: Annotated[Optional[float], typer.Option(help="coding: chance per turn of a user aside.")] = None,
     pause_rate: Annotated[Optional[float], typer.Option(help="coding: chance per turn of a 6-50 minute pause.")] = None,
+    record_usage: Annotated[bool, typer.Option(
+        "--record-usage", help="Record on every response the usage a provider would have billed (hidden prefix, "
+        "tokenizer scale, framing, Anthropic cache reads/writes, occasional misses).")] = False,
+    billing: Annotated[Optional[str], typer.Option(
+        help="With --record-usage: k=v,... of hidden_tokens, token_scale, message_tokens, cold_rate.")] = None,
     output: Annotated[Optional[str], typer.Option("-o", "--output", help="Write here (default: stdout).")] = None,
     force: ForceOpt = False,
 ) -> None:
@@ -47,7 +52,22 @@ def synth(
     for key, value in (("output_scale", output_scale), ("aside_rate", aside_rate), ("pause_rate", pause_rate)):
         if value is not None:
             options[key] = value
-    trace = synthesize(profile, turns=turns, seed=seed, **options)
+    billed: dict[str, object] | None = None
+    if billing and not record_usage:
+        fail("--billing needs --record-usage")
+    if record_usage:
+        billed = {}
+        for part in (billing or "").split(","):
+            if not part.strip():
+                continue
+            name, eq, value = part.partition("=")
+            try:
+                billed[name.strip()] = float(value)
+            except ValueError:
+                fail(f"--billing: expected name=number, got {part!r}")
+            if not eq:
+                fail(f"--billing: expected name=number, got {part!r}")
+    trace = synthesize(profile, turns=turns, seed=seed, billing=billed, **options)
     if output is None:
         native.write(trace, sys.stdout)
         return

@@ -21,6 +21,11 @@ What the reader maps:
   the parent's Task call by `agentId` when both are read; the parent's copy of the subagent's
   final usage (`toolUseResult.usage`) is never counted as a parent request, but it repairs
   the subagent's last response when that was logged only as a placeholder.
+- `attachment` lines (2.1.x: context Claude Code renders into the next request as system reminders:
+  hook output, @-mentioned or edited files, reminders) are content that was sent: the text they
+  carry becomes a `user` message marked `extra["attachment"]` (its type), placed after the tool
+  results of the open response; an attachment with no text is counted in the notes (its rendering
+  is not in the log).
 - Synthetic error messages (`<synthetic>` model), `queue-operation`, `file-history-snapshot`,
   `progress`, title `summary` lines and other housekeeping are ignored.
 """
@@ -40,8 +45,13 @@ from ctxsim.model import Message, Session, ToolCall, Usage
 
 NAME = "claude-code"
 HOUSEKEEPING = {"queue-operation", "file-history-snapshot", "progress", "summary", "custom-title", "ai-title",
-                "last-prompt", "tag", "attachment"}
-LINE_TYPES = {"user", "assistant", "system"} | HOUSEKEEPING
+                "last-prompt", "tag"}
+# `attachment` lines are context Claude Code sends inside the next request as <system-reminder> text (hook
+# output, an @-mentioned or edited file, todo and plan reminders...): the text they carry under these keys is
+# replayed as a user message marked `extra["attachment"]`; the fixed wording around it is not in the log.
+ATTACHMENT_TEXT_KEYS = ("content", "text", "snippet", "stdout", "additionalContext", "prompt")
+ATTACHMENT_DEPTH = 4
+LINE_TYPES = {"user", "assistant", "system", "attachment"} | HOUSEKEEPING
 PLACEHOLDER_MAX_OUTPUT = 9  # early streaming lines log 1-9 output tokens and no stop_reason
 
 
@@ -96,25 +106,30 @@ class _Stream:
         self.builder.extra.update(extra)
         self.response: _Response | None = None
         self.waiting: list[Message] = []  # results logged after the open response, added after it
+        self.context: list[Message] = []  # attachments: added after the results, before the next message
         self.subagents: dict[str, dict[str, Any]] = {}
 
     @staticmethod
     def _new(session_id: str) -> SessionBuilder:
         return SessionBuilder(session_id, source=NAME, provider="anthropic")
 
-    def flush(self) -> None:
+    def flush(self, context: bool = True) -> None:
         if self.response is not None:
             self.builder.add(self.response.message())
             self.response = None
         for message in self.waiting:
             self.builder.add(message)
         self.waiting = []
+        if context:
+            for message in self.context:
+                self.builder.add(message)
+            self.context = []
 
     def add(self, message: Message) -> None:
         if self.response is not None and message.role == "tool":
             self.waiting.append(message)
             return
-        self.flush()
+        self.flush(context=message.role != "tool")  # never between a call's results
         self.builder.add(message)
 
     def compaction(self, ts: str | None, fields: dict[str, Any]) -> None:
@@ -163,7 +178,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
     seen_keys: set[tuple[str, str]] = set()
     session_id: str | None = None
     stem = source.path.rsplit("/", 1)[-1].split(".", 1)[0] or "claude-code"
-    counts = {"synthetic": 0, "copies": 0, "unknown": 0, "forks": 0}
+    counts = {"synthetic": 0, "copies": 0, "unknown": 0, "forks": 0, "attachments": 0, "attachments_empty": 0}
 
     def stream_for(node: Node) -> _Stream:
         nonlocal session_id
@@ -193,6 +208,9 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             continue
         if kind in HOUSEKEEPING:
             continue
+        if kind == "attachment":
+            _attachment(node, stream_for, counts)
+            continue
         if kind not in ("user", "assistant", "system"):
             counts["unknown"] += 1
             continue
@@ -220,6 +238,12 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
     if counts["forks"]:
         source.note(f"{counts['forks']} rewind(s): a prompt continues from an earlier message; the abandoned "
                     "branch stays in the history, in file order (its requests were real and are counted)")
+    if counts["attachments"]:
+        source.note(f"{counts['attachments']} attachment line(s) (context Claude Code sends as system reminders): "
+                    "their text replayed as user context")
+    if counts["attachments_empty"]:
+        source.note(f"{counts['attachments_empty']} attachment line(s) carry no text (their rendering is not in the "
+                    "log): not replayed")
     if counts["unknown"]:
         source.note(f"ignored {counts['unknown']} line(s) of types this reader does not know")
     sessions: list[Session] = []
@@ -326,6 +350,41 @@ def _assistant_block(block: Node, response: _Response) -> None:
 
 def _images(block: Node) -> int:
     return image_tokens(block, "anthropic")
+
+
+def _attachment_text(value: Any, depth: int = 0) -> list[str]:
+    """The texts an attachment carries under ATTACHMENT_TEXT_KEYS, nested up to ATTACHMENT_DEPTH objects."""
+    out: list[str] = []
+    if depth > ATTACHMENT_DEPTH:
+        return out
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, str):
+                if key in ATTACHMENT_TEXT_KEYS and item:
+                    out.append(item)
+            else:
+                out.extend(_attachment_text(item, depth + 1))
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, str) and item and depth:
+                out.append(item)
+            else:
+                out.extend(_attachment_text(item, depth + 1))
+    return out
+
+
+def _attachment(node: Node, stream_for: Any, counts: dict[str, int]) -> None:
+    body = node.get("attachment")
+    kind = body.get("type") if isinstance(body, dict) else None
+    texts = _attachment_text(body) if isinstance(body, dict) else []
+    if not texts:
+        counts["attachments_empty"] += 1
+        return
+    counts["attachments"] += 1
+    extra = {"attachment": kind if isinstance(kind, str) else "unknown", "meta": True}
+    message = Message("user", "\n".join(texts), ts=node.ts("timestamp"), extra=frozen(extra), line=node.line)
+    s = stream_for(node)
+    s.context.append(message)
 
 
 def _user(node: Node, stream_for: Any) -> None:

@@ -39,8 +39,13 @@ def profile_defaults(profile: str) -> dict[str, Any]:
     return dict(_profile_module(profile).DEFAULTS)
 
 
-def synthesize(profile: str = "coding", *, turns: int, seed: int = 0, **options: Any) -> Trace:
-    """Generate a synthetic trace of `turns` agent turns with the named profile."""
+def synthesize(profile: str = "coding", *, turns: int, seed: int = 0, billing: Mapping[str, Any] | None = None,
+               **options: Any) -> Trace:
+    """Generate a synthetic trace of `turns` agent turns with the named profile.
+
+    `billing` (None: no usage recorded): record on every response the usage a provider would have
+    billed (ctxsim.synth.billing; its options, `{}` for the defaults).
+    """
     module = _profile_module(profile)
     if isinstance(turns, bool) or not isinstance(turns, int):
         raise CtxsimError(f"synth: turns must be an integer, got {type(turns).__name__}")
@@ -57,7 +62,14 @@ def synthesize(profile: str = "coding", *, turns: int, seed: int = 0, **options:
             f"synth profile {profile!r}: unknown option{'s' if len(unknown) > 1 else ''} "
             f"{', '.join(unknown)} (known: {known})"
         )
-    return module.generate(turns, seed, **module.check(options))
+    if billing is not None:
+        from ctxsim.synth import billing as billed
+
+        checked = billed.check(dict(billing))
+    trace = module.generate(turns, seed, **module.check(options))
+    if billing is not None:
+        trace = billed.record(trace, seed, **checked)
+    return trace
 
 
 # ---------------------------------------------------------------- option checks for profiles
