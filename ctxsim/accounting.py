@@ -14,8 +14,10 @@ first request's hour, floored, lasts 5 hours, and the first request after it end
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -114,7 +116,7 @@ def _logical(session: Session) -> str:
 # ---------------------------------------------------------------- reading
 
 
-def charges_of(trace: Trace, path: str, source: str, prices: _Prices, seen: set[tuple[str, str]],
+def charges_of(trace: Trace, path: str, source: str, prices: _Prices, seen: set[int],
                home: str | None) -> Iterator[Charge]:
     for session in trace.sessions:
         project = project_of(path, session, source, home)
@@ -124,12 +126,14 @@ def charges_of(trace: Trace, path: str, source: str, prices: _Prices, seen: set[
                 continue
             ids = (m.extra.get("request_id"), m.extra.get("message_id"))
             if ids != (None, None) and m.usage is not None:
-                if ids in seen:
+                # 8 bytes of a hash, not the id strings: the set lives as long as the corpus read
+                digest = int.from_bytes(hashlib.blake2b(f"{ids[0]}\0{ids[1]}".encode(), digest_size=8).digest(), "big")
+                if digest in seen:
                     continue  # a copy of a response counted in another file
-                seen.add(ids)  # type: ignore[arg-type]
+                seen.add(digest)
             if m.extra.get("copy_of_counted_response"):
                 continue
-            model = m.model or session.model or "unknown"
+            model = sys.intern(m.model or session.model or "unknown")  # one string per model, not per request
             c = Charge(m.ts_s if m.ts else None, key, project, source, model, m.usage is not None)
             u = m.usage
             if u is not None:
@@ -160,7 +164,7 @@ def read_corpus(inputs: Iterable[tuple[str, str | None]], skip_bad_lines: bool =
 
     prices = _Prices()
     found: list[Any] = []
-    seen: set[tuple[str, str]] = set()
+    seen: set[int] = set()
     charges: list[Charge] = []
     files = sessions = 0
     notes: list[str] = []

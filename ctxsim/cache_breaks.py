@@ -159,7 +159,10 @@ def _session_breaks(session: Session, name: str, last_of: dict[str, _Last], pric
                 else:
                     cause = "provider miss"
                     detail = ((f"{_duration(gap)} after the previous request, " if gap is not None else "")
-                              + "the prompt only grew: nothing in the log explains it")
+                              + "the prompt only grew: nothing in the log explains it"
+                              + (f" (the read stopped at {u.cache_read_tokens:,} tokens: a prefix such as the "
+                                 "system prompt and tools stayed cached, what followed was evicted or changed "
+                                 "unseen)" if u.cache_read_tokens else ""))
                 pricer = prices.get(session.provider, model)
                 out.append(Break(name, index, m.ts, model, cause, detail, cacheable, u.cache_read_tokens, lost,
                                  rebilled(pricer, m, lost)))
