@@ -92,17 +92,20 @@ def test_inspect_cli_json_and_grouping():
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     groups = data["by"]["groups"]
-    assert {k: v["requests"] for k, v in groups.items()} == {
-        "feat-main": 2, "feat-main/part-2": 1, "feat-main/agent-feat01": 2}
-    assert groups["feat-main/part-2"]["input_tokens"] == 2_030
-    assert len(data["timeline"]) == 5 and data["totals"]["input_tokens"] == 28_268
+    # --by reads file by file; a session's parts (after compaction) and its subagents fold into it, named by
+    # project (the cwd) and start time
+    assert {k: v["requests"] for k, v in groups.items()} == {"shop 2026-01-13 16:56": 5}
+    assert data["totals"]["input_tokens"] == 28_268 and data["timezone"] == "UTC"
+    whole = json.loads(run_cli("inspect", str(CLAUDE), "--json", "--tokenizer", "chars4").stdout)
+    assert len(whole["timeline"]) == 5 and whole["totals"]["input_tokens"] == 28_268
     by_day = json.loads(run_cli("inspect", str(CLAUDE), "--json", "--by", "day", "--tokenizer", "chars4").stdout)
     assert list(by_day["by"]["groups"]) == ["2026-01-13"]
     text = run_cli("inspect", str(CLAUDE), "--by", "model", "--tokenizer", "chars4")
     assert text.exit_code == 0 and "claude-sonnet-4-5-20250929" in text.stdout and "28,268" in text.stdout
-    assert "compaction (before: 9,800 tokens)" in text.stdout
-    bad = run_cli("inspect", str(CLAUDE), "--by", "week")
-    assert bad.exit_code == 2 and "--by must be one of day, session, model" in bad.stderr
+    full = run_cli("inspect", str(CLAUDE), "--tokenizer", "chars4")
+    assert "compaction (before: 9,800 tokens)" in full.stdout
+    bad = run_cli("inspect", str(CLAUDE), "--by", "fortnight")
+    assert bad.exit_code == 2 and "--by must be one of day, week, month, session, project, model, block" in bad.stderr
 
 
 # ---------------------------------------------------------------- calibration

@@ -57,14 +57,27 @@ def readme_table() -> str:
 @guarded
 def formats_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Every trace format ctxsim reads (`--format NAME`), with what it reads."""
+    from ctxsim.discover import discover
+
     table = describe_formats()
+    found = {entry.source: entry for entry in discover()}
     if as_json:
+        for name, entry in found.items():
+            table[name]["discovered"] = {"files": len(entry.files),
+                                         "looked_in": [{"folder": p.folder, "why": p.why, "exists": p.exists,
+                                                        "files": len(p.files)} for p in entry.places]}
         typer.echo(json.dumps(table, indent=1, sort_keys=True))
         return
     width = max(len(n) for n in table)
     typer.echo("trace formats (detected from the first bytes; --format NAME forces one):")
     for name, d in table.items():
         typer.echo(f"  {name.ljust(width)}  {d['reads']}")
+    typer.echo("\nsessions on this machine (what `ctxsim inspect` with no path reads; --source NAME for one):")
+    for name, entry in found.items():
+        typer.echo(f"  {name.ljust(width)}  {len(entry.files)} file(s)")
+        for p in entry.places:
+            state = f"{len(p.files)} file(s)" if p.exists else "not found"
+            typer.echo(f"  {''.ljust(width)}    {p.folder} ({p.why}): {state}")
 
 
 @formats_app.command("show")

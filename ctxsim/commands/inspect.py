@@ -42,9 +42,23 @@ def read_inputs(traces: list[str], fmt: str | None, skip_bad_lines: bool):  # ty
 @app.command("inspect")
 @guarded
 def inspect_command(
-    traces: TracesArg,
+    traces: Annotated[Optional[list[str]], typer.Argument(
+        help="Trace files or directories (searched recursively); '-' reads stdin; .gz is fine. None: the "
+             "sessions found where the agents keep them (`ctxsim formats list` shows where).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print everything as JSON.")] = False,
-    by: Annotated[Optional[str], typer.Option("--by", help="Also group the totals by day, session or model.")] = None,
+    by: Annotated[Optional[str], typer.Option(
+        "--by", help="Account by day, week, month, session, project, model or block (5-hour billing blocks), "
+                     "reading file by file (no composition or timeline).")] = None,
+    since: Annotated[Optional[str], typer.Option(help="Only requests on or after this date (YYYY-MM-DD or "
+                                                      "YYYYMMDD, in --timezone).")] = None,
+    until: Annotated[Optional[str], typer.Option(help="Only requests on or before this date.")] = None,
+    tz: Annotated[Optional[str], typer.Option("--timezone", help="IANA time zone for days, weeks, blocks and "
+                                                                 "session names (default UTC; ccusage uses local).")]
+    = None,
+    source: Annotated[Optional[str], typer.Option(help="With no path: only this product's sessions (a format name, "
+                                                       "e.g. claude-code, codex, gemini-cli, cline).")] = None,
+    breaks: Annotated[bool, typer.Option("--breaks", help="List every cache break with its cause and what it "
+                                                          "re-billed, totals per cause.")] = False,
     fmt: FormatOpt = None,
     skip_bad_lines: SkipOpt = False,
     tokenizer: TokenizerOpt = "o200k_base",
@@ -54,20 +68,67 @@ def inspect_command(
     max_input_bytes: MaxInputBytesOpt = None,
     max_messages: MaxMessagesOpt = None,
 ) -> None:
-    """What a trace recorded, no simulation: requests, tokens, cost, hit rate, context, composition, timeline."""
-    from ctxsim.inspect import GROUPINGS, inspect_trace, tables
+    """What a trace recorded, no simulation: requests, tokens, cost, hit rate, context, composition, timeline;
+    with --by, --since/--until, --breaks or no path: accounting across every session, file by file."""
+    from ctxsim.accounting import KEYS
 
-    if by is not None and by not in GROUPINGS:
-        fail(f"--by must be one of {', '.join(GROUPINGS)}, got {by!r}")
+    if by is not None and by not in KEYS:
+        fail(f"--by must be one of {', '.join(KEYS)}, got {by!r}")
     if largest < 0:
         fail("--largest must not be negative")
     set_limits(max_line_bytes, max_input_bytes, max_messages)
+    if source is not None and traces:
+        fail("--source picks among the sessions found with no path; give either paths or --source")
+    if not traces or by or since or until or breaks or tz:
+        account(traces or [], as_json, by, since, until, tz, source, breaks, fmt, skip_bad_lines)
+        return
+    from ctxsim.inspect import inspect_trace, tables
+
     trace, report = read_inputs(traces, fmt, skip_bad_lines)
     insp = inspect_trace(trace, report, tokenizer, largest)
     if as_json:
-        typer.echo(json.dumps(insp.to_json(by), indent=1, sort_keys=True, ensure_ascii=False))
+        from ctxsim.cache_breaks import breaks_json, breaks_of
+
+        data = insp.to_json(None)
+        data["cache_breaks"] = breaks_json(breaks_of(trace))
+        typer.echo(json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False))
         return
-    print_tables(*tables(insp, by, timeline), title=f"inspect {insp.trace}")
+    print_tables(*tables(insp, None, timeline), title=f"inspect {insp.trace}")
+
+
+def account(traces: list[str], as_json: bool, by: str | None, since: str | None, until: str | None,
+            tz: str | None, source: str | None, breaks: bool, fmt: str | None, skip_bad_lines: bool) -> None:
+    """The accounting path: every input read one file at a time into small per-request records."""
+    from ctxsim import accounting as acc
+    from ctxsim.cache_breaks import breaks_json, breaks_tables
+
+    zone = acc.zone(tz)
+    first = acc.parse_day(since, "--since") if since else None
+    last = acc.parse_day(until, "--until") if until else None
+    if first and last and first > last:
+        fail(f"--since {first} is after --until {last}")
+    if traces:
+        inputs = acc.expand(traces, fmt)
+    else:
+        from ctxsim.discover import discovered_files
+
+        inputs = [(path, fmt or name) for path, name in discovered_files(source)]
+    corpus = acc.read_corpus(inputs, skip_bad_lines, acc.home_of())
+    for r in corpus.reports:
+        if r.skipped_lines:
+            typer.echo(f"ctxsim: {r.path}: skipped {len(r.skipped_lines)} malformed line(s)", err=True)
+    charges, untimed = acc.filtered(corpus.charges, zone, first, last)
+    found = acc.cache_breaks(corpus, zone, first, last)
+    title = "inspect " + (f"{len(traces)} input(s)" if traces else f"the sessions found ({source or 'every source'})")
+    if as_json:
+        data = acc.report_json(corpus, charges, by, zone, first, last, untimed)
+        data["cache_breaks"] = breaks_json(found)
+        typer.echo(json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False))
+        return
+    tables, notes = acc.report_tables(corpus, charges, by, zone, first, last, untimed)
+    if breaks:
+        tables += breaks_tables(found)
+    print_tables(tables, notes, title=title)
 
 
 def print_tables(tables, notes, title: str) -> None:  # type: ignore[no-untyped-def]

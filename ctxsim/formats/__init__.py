@@ -224,9 +224,12 @@ def _unique_ids(sessions: list[Session]) -> list[Session]:
     return out
 
 
-def _scan_directory(root: str, fmt: str | None, limits: Limits) -> tuple[list[str], list[tuple[str, str]]]:
+def _scan_directory(root: str, fmt: str | None, limits: Limits | None = None
+                    ) -> tuple[list[str], list[tuple[str, str]]]:
     """Trace files under `root` (recursively, sorted): those a format accepts by their first bytes;
-    and the other files, with why they were left out (FileReport entries with no format)."""
+    and the other files, with why they were left out (FileReport entries with no format). `limits`:
+    the command's (`input_limits()`) unless given."""
+    limits = limits if limits is not None else input_limits()
     found: list[str] = []
     ignored: list[tuple[str, str]] = []
     table = formats()

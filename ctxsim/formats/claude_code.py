@@ -195,6 +195,9 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             version = node.str("version")
             if version:
                 extra["cli_version"] = version
+            cwd = node.value.get("cwd")
+            if isinstance(cwd, str) and cwd:
+                extra["cwd"] = cwd  # the project folder (accounting groups by it)
             streams[key] = _Stream(key, extra)
             order.append(key)
         return streams[key]
@@ -521,6 +524,11 @@ ABOUT = {
     "cannot_know": "the system prompt and tool definitions (not logged); the compaction call's own usage; "
                    "the last response of a file cut short (placeholder output counts); cost (not recorded)",
 }
+
+# Where `ctxsim inspect` with no path looks (ctxsim.discover): CLAUDE_CONFIG_DIR (a comma-separated list of
+# config folders) replaces the two defaults, as in Claude Code and ccusage.
+DISCOVERY = {"env": "CLAUDE_CONFIG_DIR", "env_suffix": "projects",
+             "folders": ("~/.config/claude/projects", "~/.claude/projects"), "files": "**/*.jsonl"}
 
 register(FormatInfo(name=NAME, description="Claude Code session JSONL (~/.claude/projects/*/*.jsonl), subagent files",
                     sniff=sniff, module=__name__, parse=parse, link=link))

@@ -62,6 +62,13 @@ ABOUT = {
                    "of requests through routers that record tokensIn 0; times of tool results",
 }
 
+# Where `ctxsim inspect` with no path looks (ctxsim.discover): VS Code's globalStorage on Linux and macOS
+# (Cline, Roo Code), and the Cline CLI's folder.
+DISCOVERY = {"folders": tuple(f"{base}/{ext}/tasks" for base in ("~/.config/Code/User/globalStorage",
+                                                                 "~/Library/Application Support/Code/User/globalStorage")
+                              for ext in ("saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline"))
+             + ("~/.cline/data/tasks",), "files": "*/ui_messages.json"}
+
 
 def _decimal(value: Any) -> Decimal | None:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):

@@ -139,7 +139,8 @@ class _Reader:
         if isinstance(base, str) and base:
             self.header["system"] = base
         extra = {"codex_session_id": self.session_id, "cli_version": payload.str("cli_version"),
-                 "originator": payload.str("originator"), "forked_from_id": payload.str("forked_from_id")}
+                 "originator": payload.str("originator"), "forked_from_id": payload.str("forked_from_id"),
+                 "cwd": payload.str("cwd")}
         self._builder().extra.update({k: v for k, v in extra.items() if v})
         if self.builder is not None:
             self.builder.id = self.session_id
@@ -435,6 +436,10 @@ ABOUT = {
                    "(encrypted: sized by the response's reasoning tokens); a remote compaction's summary "
                    "(encrypted); cost (not recorded)",
 }
+
+# Where `ctxsim inspect` with no path looks (ctxsim.discover): $CODEX_HOME replaces ~/.codex.
+DISCOVERY = {"env": "CODEX_HOME", "env_suffix": "sessions", "folders": ("~/.codex/sessions",),
+             "files": "**/rollout-*.jsonl"}
 
 register(FormatInfo(name=NAME, description="OpenAI Codex CLI rollout JSONL (~/.codex/sessions/**/rollout-*.jsonl)",
                     sniff=sniff, module=__name__, parse=parse))

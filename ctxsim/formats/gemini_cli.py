@@ -48,6 +48,9 @@ ABOUT = {
                    "(only summaries); cost (not recorded)",
 }
 
+# Where `ctxsim inspect` with no path looks (ctxsim.discover).
+DISCOVERY = {"folders": ("~/.gemini/tmp",), "files": "*/chats/session-*.json*"}
+
 
 def _parts(node: Node) -> tuple[str, int]:
     """A PartListUnion (a string, a Part or an array of them) as text, plus tokens for images."""
