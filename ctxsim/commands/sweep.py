@@ -109,6 +109,11 @@ def run_sweep(traces: Sequence[str], policy_specs: Sequence[str], budgets_text: 
 
     budgets = parse_budgets(budgets_text)
     if out is not None:
+        import importlib.util
+
+        if importlib.util.find_spec("pyarrow") is None:
+            raise CtxsimError(f"-o {out}: a sweep's output is a Parquet dataset, which needs pyarrow: "
+                              "pip install 'ctxsim[parquet]'")
         _check_out_dir(out, expand_inputs(traces, fmt))
     p = plan(traces, policy_specs, budgets, opts, fmt, None if out is None else str(out))
     if p.left_out:
