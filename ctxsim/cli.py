@@ -18,7 +18,7 @@ from ctxsim.errors import CtxsimError
 P = ParamSpec("P")
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish, PowerShell
     no_args_is_help=True,
     help="Replay recorded LLM-agent traces under context-management policies and meter what they cost.",
     pretty_exceptions_enable=False,
