@@ -660,10 +660,13 @@ def test_no_colour_repeats_within_a_chart(result: RunResult, monkeypatch, chart:
         colours = [to_hex(c.get_edgecolor()[0]) for c in ax.collections if len(c.get_offsets()) == 1]
         colours = [c for c in colours if c != "#000000"]  # the winner's star is outlined in black
         assert len(colours) >= 12
-    else:
-        solid = [line for line in ax.get_lines() if len(line.get_xdata()) > 2 and line.get_linestyle() == "-"]
+    else:  # context: small multiples past 6 lines, each panel's own line in colour, the others grey
+        solid = [line for a in fig.get_axes() for line in a.get_lines()
+                 if len(line.get_xdata()) > 2 and line.get_linestyle() == "-" and to_hex(line.get_color()) != "#d0d0d0"]
         colours = [to_hex(line.get_color()) for line in solid]
         assert len(colours) == 13
+        if chart == "context":
+            assert len([a for a in fig.get_axes() if a.get_visible()]) == 13
     assert len(set(colours)) == len(colours), colours
 
 

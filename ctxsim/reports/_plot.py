@@ -15,8 +15,9 @@ from typing import Any
 # Okabe-Ito (distinguishable with the common colour-vision deficiencies) for up to 7 series, then
 # matplotlib's tab20 (pairs of a dark and a light shade) for up to 20, then evenly spaced hues: a chart
 # never shows one colour for two series.
-# (black is left out: it is the window's colour)
-PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442"]
+# (black is left out: it is the window's colour; Okabe-Ito's yellow, unreadable on white, gives way to
+# Tol's wine)
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#882255"]
 TAB20 = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
          "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7",
          "#dbdb8d", "#9edae5"]

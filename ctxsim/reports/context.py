@@ -6,7 +6,8 @@ events on its line: clears, compactions, truncations, threshold passes and
 overflows. Seed 000's naive/managed table, as a picture.
 
 Runs with the same context series (most often policies that never acted, equal
-to `none`) are one line, their names listed in the legend. Each line has its
+to `none`) are one line, their names listed in the legend. More than ONE_PANEL
+lines: small multiples, a panel per line with the others in grey behind it. Each line has its
 own colour. Events are thinned to one marker per kind per line per ~1/80 of
 the x axis. A line far above the window is clipped just above it, the part
 cut off marked, so the managed policies are not flattened against the axis.
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
-from ctxsim.reports._common import labels, request_rows, short, thresholds, window_of
+from ctxsim.reports._common import labels, request_rows, short, thresholds, window_of, winner
 from ctxsim.run import RunResult
 
 MARKERS = {  # event kind -> (marker, legend text)
@@ -32,6 +33,7 @@ MARKERS = {  # event kind -> (marker, legend text)
 OTHER = ("o", "other event")
 EVENT_BINS = 80  # at most one marker per kind per line in each 1/EVENT_BINS of the x axis
 CLIP = plot.CLIP
+ONE_PANEL = 6  # more distinct lines than this: small multiples, a panel per line
 
 
 def draw(result: RunResult, fmt: str) -> bytes:
@@ -43,6 +45,8 @@ def draw(result: RunResult, fmt: str) -> bytes:
     names = labels(result)
     series = [tuple((r.request, r.context_tokens) for r in request_rows(run)) for run in result.runs]
     groups = plot.merge_identical(names, series)
+    if len(groups) > ONE_PANEL:
+        return multiples(result, fmt, series, groups)
     colours = plot.palette(len(groups))
     last = max((r.request for run in result.runs for r in run.rows), default=1)
     peaks = [max((y for _, y in series[members[0]]), default=0) for members, _ in groups]
@@ -139,6 +143,88 @@ def draw(result: RunResult, fmt: str) -> bytes:
         plot.thousands(ax.yaxis)
         plot.titles(fig, "Context size per request", result)
         plot.legend_below(fig, handles, texts, ncol, fontsize=8.5)
+        return plot.save(fig, fmt)
+
+
+def thinned_events(result: RunResult, members: list[int], at: dict[int, int], top: float, last: int,
+                   bins: int) -> dict[str, list[tuple[int, int]]]:
+    """marker -> points: one event per kind per bin of the x axis, drawn at its line (capped at `top`)."""
+    width = max(1.0, (last + 1) / bins)
+    out: dict[str, dict[int, tuple[int, int]]] = {}
+    for i in members:
+        for event in result.runs[i].events:
+            if event.request in at:
+                marker = MARKERS.get(event.kind, OTHER)[0]
+                out.setdefault(marker, {}).setdefault(int(event.request / width),
+                                                      (event.request, min(at[event.request], int(top))))
+    return {marker: [b[k] for k in sorted(b)] for marker, b in sorted(out.items())}
+
+
+def multiples(result: RunResult, fmt: str, series: list[tuple[tuple[int, int], ...]],
+              groups: list[tuple[list[int], str]]) -> bytes:
+    """Small multiples: a panel per line (identical runs merged), the others in grey behind it."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    reserve = int(result.manifest.get("output_reserve") or 0)
+    colours = plot.palette(len(groups))
+    last = max((r.request for run in result.runs for r in run.rows), default=1)
+    peaks = [max((y for _, y in series[members[0]]), default=0) for members, _ in groups]
+    window = max(window_of(run, result) for run in result.runs)
+    top = min(max(peaks) * 1.06, window * CLIP) if max(peaks) > window else window * 1.06
+    thinned, grey = [], []  # each panel's own line finer than the grey ones behind it (the SVG's size)
+    for members, _ in groups:
+        xs = [x for x, _ in series[members[0]]]
+        ys = [y for _, y in series[members[0]]]
+        thinned.append(plot.thin(xs, ys, most=800))
+        grey.append(plot.thin(xs, ys, most=300))
+    kinds: dict[str, str] = {}
+    best = winner(result)
+    with plot.style():
+        fig, axes = plot.grid(len(groups), panel_height_in=1.55, head_in=1.9)
+        for g, (ax, (members, name)) in enumerate(zip(axes, groups, strict=True)):
+            for h, (tx, (ty,)) in enumerate(grey):
+                if h != g:
+                    ax.plot(tx, ty, color="#d0d0d0", linewidth=0.8, zorder=2)
+            tx, (ty,) = thinned[g]
+            ax.plot(tx, ty, color=colours[g], linewidth=1.8, zorder=3)
+            ax.axhline(window, color="#000000", linewidth=1.1, zorder=2)
+            if reserve:
+                ax.axhspan(window - reserve, window, color="#999999", alpha=0.25, linewidth=0, zorder=1)
+            for what, value in {t for i in members for t in thresholds(result.runs[i])}:
+                if value < top:
+                    ax.axhline(value, color=colours[g], linestyle=(0, (1, 2)), linewidth=1.0, zorder=2)
+            for marker, points in thinned_events(result, members, dict(series[members[0]]), top, last, 50).items():
+                kinds.setdefault(marker, next(t for m, t in [*MARKERS.values(), OTHER] if m == marker))
+                ax.scatter([x for x, _ in points], [y for _, y in points], marker=marker, s=16, color=colours[g],
+                           edgecolors="#000000", linewidths=0.5, zorder=4)
+            over = f" — cut off above (peak {peaks[g]:,})" if peaks[g] > top else f" (peak {peaks[g]:,})"
+            star = " ★ cheapest" if best in members else ""
+            ax.set_title(short(name, 64) + star + ("\n" + over.strip(" —") if len(name) + len(over) > 58 else over), fontsize=8.5, loc="left", fontweight="bold",
+                         color="#b00000" if peaks[g] > top else "#000000")
+            ax.set_ylim(0, top)
+            ax.label_outer()
+            plot.thousands(ax.yaxis)
+        for ax in axes[-2:]:
+            plot.request_axis(ax, result.runs)
+            ax.xaxis.set_tick_params(labelbottom=True)
+        axes[0].set_ylabel("context (tokens)")
+        sub = plot.subtitle(result).split(" · ")
+        fig.suptitle("Context size per request, a panel per policy (the others in grey)\n" + " · ".join(sub[:3])
+                     + "\n" + " · ".join(sub[3:]),
+                     fontsize=11, fontweight="bold", x=0.01, ha="left")
+        handles: list = [Line2D([], [], color="#d0d0d0", linewidth=1.2), Line2D([], [], color="#000000", linewidth=1.1)]
+        texts = ["the other policies", f"window {window:,}"]
+        if reserve:
+            handles.append(Patch(color="#999999", alpha=0.25))
+            texts.append(f"output reserve {reserve:,}")
+        handles.append(Line2D([], [], color="#444444", linestyle=(0, (1, 2)), linewidth=1.0))
+        texts.append("the policy's trigger")
+        for marker, text in sorted(kinds.items(), key=lambda kv: kv[1]):
+            handles.append(Line2D([], [], marker=marker, linestyle="none", markerfacecolor="#bbbbbb",
+                                  markeredgecolor="#000000", markersize=6))
+            texts.append(f"event: {text}")
+        plot.legend_below(fig, handles, texts, 4, fontsize=8.5)
         return plot.save(fig, fmt)
 
 

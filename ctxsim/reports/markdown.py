@@ -258,10 +258,10 @@ def chart_section(links: Sequence[tuple[str, str]], base_url: str | None) -> lis
     primary = [(t, p) for t, p in links if p.rsplit("/", 1)[-1] in PRIMARY_CHARTS]
     other = [(t, p) for t, p in links if (t, p) not in primary]
     out = ["", "#### Charts", ""]
-    out += [f"![{t}]({url}{p})" for t, p in primary]
+    out += [line for t, p in primary for line in (f"![{t}]({url}{p})", "")][:-1]  # one image a paragraph
     if other:
         out += ["", "<details><summary>More charts: " + ", ".join(t for t, _ in other) + "</summary>", ""]
-        out += [f"![{t}]({url}{p})" for t, p in other]
+        out += [line for t, p in other for line in (f"![{t}]({url}{p})", "")][:-1]
         out += ["", "</details>"]
     out += ["", "<sub>Each chart also as SVG beside the PNG.</sub>"]
     return out
