@@ -1,12 +1,15 @@
 """The saved result of a replay: manifest + per-request rows + events, per policy.
 
 `run.json` is the artefact every report reads; it is written with sorted keys
-and no clock, so the same input gives the same bytes.
+and no clock, so the same input gives the same bytes. Per-request rows and
+events are stored as columns (schema ctxsim.run/2); ctxsim.run/1 artefacts
+(one object per row) still load, and so does a gzip-compressed run.json.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +24,31 @@ from ctxsim.params import as_dict
 from ctxsim.pricing import price_data_latest_change, price_data_version
 from ctxsim.tokens import label
 
-SCHEMA = "ctxsim.run/1"
+SCHEMA = "ctxsim.run/2"
+SCHEMAS = ("ctxsim.run/1", "ctxsim.run/2")  # read both; write the newest
+# ctxsim.run/1: "rows" and "events" are lists of objects, one per request / event (indented: ~11 kB per
+# request per policy). ctxsim.run/2: the same fields as columns, {"columns": [names], "values": [[column],
+# ...]}, each column on one line; money stays exact text. The rest (manifest, policy, totals) is unchanged.
+
+
+def _columns(records: list[Any], cls: type) -> dict[str, Any]:
+    from ctxsim.meter import _field_names, to_columns
+
+    return {"columns": list(_field_names(cls)), "values": to_columns(records, cls)}
+
+
+def _records(block: Any, cls: type) -> list[Any]:
+    """Rows or events from either format: a list of objects (run/1) or columns (run/2)."""
+    if isinstance(block, list):
+        return [Row.from_json(r) for r in block] if cls is Row else [EventRecord(**e) for e in block]
+    names, values = block["columns"], block["values"]
+    if not isinstance(names, list) or not isinstance(values, list) or len(names) != len(values):
+        raise ValueError("columns and values do not line up")
+    if len({len(v) for v in values}) > 1:
+        raise ValueError("columns of different lengths")
+    n = len(values[0]) if values else 0
+    rows = [dict(zip(names, record, strict=True)) for record in zip(*values, strict=True)] if n else []
+    return [Row.from_json(r) for r in rows] if cls is Row else [EventRecord(**e) for e in rows]
 
 
 @dataclass
@@ -37,8 +64,8 @@ class RunResult:
                 {
                     "policy": run.policy,
                     "totals": run.totals.to_json(),
-                    "rows": [row.to_json() for row in run.rows],
-                    "events": [event.to_json() for event in run.events],
+                    "rows": _columns(run.rows, Row),
+                    "events": _columns(run.events, EventRecord),
                     **({"composition": run.composition.to_json()} if run.composition is not None else {}),
                 }
                 for run in self.runs
@@ -46,7 +73,24 @@ class RunResult:
         }
 
     def dumps(self) -> str:
-        return json.dumps(self.to_json(), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+        """Indented JSON with sorted keys, each data column (and composition row list) on one line."""
+        data = self.to_json()
+        packed: list[str] = []
+
+        def pack(value: Any) -> str:
+            packed.append(json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
+            return f"\x00{len(packed) - 1}\x00"
+
+        for run in data["runs"]:
+            for key in ("rows", "events"):
+                run[key]["values"] = [pack(col) for col in run[key]["values"]]
+            if "composition" in run:
+                block = run["composition"]
+                block["requests"] = pack(block["requests"])
+                block["tokens"] = pack(block["tokens"])
+        text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False)
+        marker = re.compile(r'"\\u0000(\d+)\\u0000"')
+        return marker.sub(lambda m: packed[int(m.group(1))], text) + "\n"
 
     def save(self, path: str | Path, force: bool = False) -> None:
         """Write run.json atomically; a symlink or special file at `path` is refused unless `force`."""
@@ -56,18 +100,24 @@ class RunResult:
 
     @classmethod
     def load(cls, path: str | Path) -> RunResult:
+        """Read run.json (ctxsim.run/1 or /2; gzip-compressed too, e.g. run.json.gz stored per PR)."""
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            raw = Path(path).read_bytes()
+            if raw[:2] == b"\x1f\x8b":
+                import gzip
+
+                raw = gzip.decompress(raw)
+            data = json.loads(raw.decode("utf-8"))
         except FileNotFoundError:
             raise CtxsimError(f"{path}: no such file") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, OSError, EOFError) as exc:
             raise CtxsimError(f"{path}: not a ctxsim run artefact ({exc})") from None
-        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-            raise CtxsimError(f"{path}: not a ctxsim run artefact (schema {SCHEMA} expected)")
+        if not isinstance(data, dict) or data.get("schema") not in SCHEMAS:
+            raise CtxsimError(f"{path}: not a ctxsim run artefact (schema {' or '.join(SCHEMAS)} expected)")
         runs = []
         for run in data["runs"]:
-            rows = [Row.from_json(r) for r in run["rows"]]
-            events = [EventRecord(**e) for e in run["events"]]
+            rows = _records(run["rows"], Row)
+            events = _records(run["events"], EventRecord)
             window = data["manifest"]["window"]
             reserve = data["manifest"]["output_reserve"]
             block = run.get("composition")

@@ -159,7 +159,7 @@ def test_a_symlink_is_refused_then_forced_writes_its_target(tmp_path: Path, trac
     res = invoke("replay", trace, "-o", link, "--force")
     assert res.exit_code == 0, res.stderr
     assert link.is_symlink() and os.readlink(link) == "real.json"  # the link stays a link
-    assert '"schema": "ctxsim.run/1"' in target.read_text(encoding="utf-8")
+    assert '"schema": "ctxsim.run/2"' in target.read_text(encoding="utf-8")
 
 
 def test_a_fifo_is_refused_before_anything_opens_it(tmp_path: Path, trace: Path):
@@ -181,7 +181,7 @@ def test_forced_into_a_fifo_the_run_is_written_into_it(tmp_path: Path, trace: Pa
     reader.join(timeout=60)
     assert res.exit_code == 0, res.stderr
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still a FIFO, not replaced by a file
-    assert b'"schema": "ctxsim.run/1"' in got[0]
+    assert b'"schema": "ctxsim.run/2"' in got[0]
 
 
 def _device(path: Path, minor: int) -> Path:

@@ -26,6 +26,7 @@ from ctxsim.counting import Framing, MessageSizer
 from ctxsim.formats import native, read_traces
 from ctxsim.model import Message, Session, Trace, Usage, format_ts
 from ctxsim.recorded import recorded_of
+from ctxsim.run import RunResult
 from ctxsim.tokens import TokenCounter, get_tokenizer
 
 T0 = 1_768_323_360.0  # 2026-01-13T16:56:00Z
@@ -177,7 +178,7 @@ def test_part_of_the_requests_with_usage_compares_like_for_like(tmp_path: Path) 
     rec, none = data["manifest"]["recorded"], data["manifest"]["recorded"]["none"]
     assert (rec["requests"], rec["requests_total"], rec["input_tokens"]) == (2, 3, 6_700)
     assert runner.invoke(app, ["replay", str(path), "-o", str(tmp_path / "r.json")]).exit_code == 0
-    rows = json.loads((tmp_path / "r.json").read_text())["runs"][0]["rows"]
+    rows = [r.to_json() for r in RunResult.load(tmp_path / "r.json").runs[0].rows]
     assert none["requests"] == 2 and none["input_tokens"] == sum(r["input_tokens"] for r in rows[1:])
     out = runner.invoke(app, ["compare", str(path), "--policies", "clear"]).stdout
     assert "covers the 2 of 3 requests that recorded usage" in out

@@ -96,7 +96,7 @@ def test_run_json_round_trips_to_the_same_objects(saved: Path, result: RunResult
     row = result.runs[1].rows[-1]
     assert isinstance(row.cost_usd, Decimal) and isinstance(result.runs[1].totals.cost_usd, Decimal)
     m = result.manifest
-    assert json.loads(saved.read_text())["schema"] == "ctxsim.run/1"
+    assert json.loads(saved.read_text())["schema"] == "ctxsim.run/2"
     for key in ("ctxsim_version", "trace", "provider", "model", "tokenizer", "cache_model", "prices", "seed"):
         assert key in m, key
     assert m["trace"]["digest"].startswith("sha256:") and m["trace"]["name"] == "billing-session"
@@ -287,9 +287,14 @@ def test_format_is_guessed_from_the_output_path(tmp_path: Path, saved: Path):
         res = invoke("report", saved, "-o", tmp_path / name)
         assert res.exit_code == 0, (name, res.output)
         assert check((tmp_path / name).read_bytes()), name
-    # the md written to a file gets its charts beside it, linked by relative path
+    # the md written to a file gets its charts beside it; with no base URL they are not linked (a PR
+    # comment cannot show relative images) and a note says how to embed them
     text = (tmp_path / "r.md").read_text(encoding="utf-8")
-    assert "![Context size per request](context.png)" in text and (tmp_path / "context.png").exists()
+    assert "![" not in text and "--image-base-url" in text and (tmp_path / "context.png").exists()
+    res = invoke("report", saved, "-o", tmp_path / "u.md", "--image-base-url", "https://ci.example/a/1")
+    assert res.exit_code == 0, res.output
+    text = (tmp_path / "u.md").read_text(encoding="utf-8")
+    assert "![Context size per request](https://ci.example/a/1/context.png)" in text
 
 
 def test_report_to_stdout_and_errors(tmp_path: Path, saved: Path):
@@ -326,13 +331,16 @@ def test_charts_into_a_folder_skip_what_the_run_cannot_draw(tmp_path: Path, save
 
 # ---------------------------------------------------------------- markdown
 def test_markdown_reads_as_a_pr_comment(result: RunResult):
-    text = render("markdown", result, "md", Options(charts=(("Context size per request", "context.png"),)))
+    text = render("markdown", result, "md", Options(charts=(("Context size per request", "context.png"),),
+                                                    image_base_url="https://ci.example/run/"))
     lines = text.splitlines()
-    verdict = next(line for line in lines if line.startswith("**Verdict:**"))
+    assert lines[2].startswith("**Verdict:**")  # the verdict first
+    verdict = lines[2]
     assert f"`{CLEAR}` is the cheapest" in verdict and "−" in verdict  # a saving, with its sign
-    assert "| `none` |" in text and f"| `{CLEAR}` **cheapest** |" in text
+    assert verdict.count(". ") + 1 == 2 and verdict.endswith(".")  # two sentences
+    assert "| `none` |" in text and f"| `{CLEAR}` ★ |" in text and f"| `{CLEAR}` **cheapest** |" in text
     assert "open-loop replay" in text and "tokenizer o200k_base" in text and "prices genai-prices" in text
-    assert "![Context size per request](context.png)" in text
+    assert "![Context size per request](https://ci.example/run/context.png)" in text
     assert text.count("<details>") == text.count("</details>") >= 3
     assert "<summary>Events: 7 (clear 7)</summary>" in text
     # money with cents (none's total, re-derived: the shipped trace now records usage, so its outputs are
@@ -359,7 +367,9 @@ def test_single_policy_verdict(result: RunResult):
     one = RunResult(result.manifest, result.runs[:1])
     text = render("markdown", one, "md")
     cost = f"${result.runs[0].totals.cost_usd:.2f}"
-    assert f"**Verdict:** `none`: {cost} for 60 requests, peak context 139,672 tokens (70% of the window)" in text
+    verdict = next(line for line in text.splitlines() if line.startswith("**Verdict:**"))
+    assert verdict.startswith(f"**Verdict:** `none` costs {cost} ")
+    assert "for 60 requests, peak context 139,672 tokens (70% of the window)" in verdict
 
 
 # ---------------------------------------------------------------- tidy tables
@@ -580,3 +590,289 @@ def test_composition_across_sessions_lines_up_columns_by_name():
     assert comp.tokens == [[10, 5, 0, 0], [10, 7, 30, 0], [20, 0, 0, 40], [20, 9, 0, 0]]
     assert Composition.of([(first, [], [])]) == Composition([], [], [])
     assert Composition.of([({"tools+system": 0}, [1], [(0,)])]).tokens == [[]]
+
+
+# ---------------------------------------------------------------- charts a reviewer reads at a glance
+def drawn(name: str, result: RunResult, monkeypatch) -> object:
+    """The matplotlib Figure a chart builds (captured at save time), to inspect what it draws."""
+    from ctxsim.reports import _plot
+
+    figures = []
+    real = _plot.save
+
+    def keep(fig, fmt):  # type: ignore[no-untyped-def]
+        figures.append(fig)
+        return real(fig, fmt)
+
+    monkeypatch.setattr(_plot, "save", keep)
+    render(name, result, "png")
+    return figures[-1]
+
+
+def renamed(run, name: str):  # type: ignore[no-untyped-def]
+    twin = copy.deepcopy(run)
+    twin.policy = {**twin.policy, "label": name}
+    return twin
+
+
+def many(result: RunResult, n: int, cheapest_last: bool = True) -> RunResult:
+    """`n` runs with distinct context series and costs (copies of `clear`, shifted), the last the cheapest."""
+    out = copy.deepcopy(result)
+    base = out.runs[1]
+    runs = [out.runs[0]]
+    for k in range(1, n):
+        run = renamed(base, f"p{k}")
+        factor = Decimal(1) - Decimal(k) / Decimal(100) if cheapest_last else Decimal(1) + Decimal(k) / 100
+        run.rows = [replace(r, context_tokens=r.context_tokens + 100 * k, cache_read_tokens=r.cache_read_tokens + k,
+                            cost_usd=r.cost_usd * factor)
+                    for r in run.rows]
+        runs.append(run)
+    out.runs = runs
+    return _reload(out)
+
+
+def _reload(result: RunResult) -> RunResult:
+    """Through run.json, so totals follow the edited rows."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "run.json"
+        result.save(path)
+        return load_run(path)
+
+
+def legend_texts(fig) -> list[str]:  # type: ignore[no-untyped-def]
+    return [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+
+
+def test_runs_identical_to_none_are_one_line_with_their_names(result: RunResult, monkeypatch):
+    twins = copy.deepcopy(result)
+    twins.runs = [twins.runs[0], renamed(twins.runs[0], "tiered"), twins.runs[1], renamed(twins.runs[0], "zones")]
+    fig = drawn("context", twins, monkeypatch)
+    texts = legend_texts(fig)
+    assert any(t.startswith("none = tiered = zones (identical)") for t in texts), texts
+    ax = fig.get_axes()[0]
+    series = [line for line in ax.get_lines() if len(line.get_xdata()) > 2]
+    assert len(series) == 2  # none (with its twins) and clear
+    fig = drawn("cost", twins, monkeypatch)
+    assert any(t.startswith("none = tiered = zones (identical)") for t in legend_texts(fig))
+
+
+@pytest.mark.parametrize("chart", ["context", "cost", "pareto"])
+def test_no_colour_repeats_within_a_chart(result: RunResult, monkeypatch, chart: str):
+    from matplotlib.colors import to_hex
+
+    from ctxsim.reports._plot import palette
+
+    for n in (1, 7, 8, 13, 20, 21, 40):
+        assert len(set(palette(n))) == n
+    fig = drawn(chart, many(result, 13), monkeypatch)
+    ax = fig.get_axes()[0]
+    if chart == "pareto":
+        colours = [to_hex(c.get_edgecolor()[0]) for c in ax.collections if len(c.get_offsets()) == 1]
+        colours = [c for c in colours if c != "#000000"]  # the winner's star is outlined in black
+        assert len(colours) >= 12
+    else:  # context: small multiples past 6 lines, each panel's own line in colour, the others grey
+        solid = [line for a in fig.get_axes() for line in a.get_lines()
+                 if len(line.get_xdata()) > 2 and line.get_linestyle() == "-" and to_hex(line.get_color()) != "#d0d0d0"]
+        colours = [to_hex(line.get_color()) for line in solid]
+        assert len(colours) == 13
+        if chart == "context":
+            assert len([a for a in fig.get_axes() if a.get_visible()]) == 13
+    assert len(set(colours)) == len(colours), colours
+
+
+def test_the_cheapest_is_always_among_the_tokens_panels(result: RunResult, monkeypatch):
+    crowded = many(result, 13)  # more distinct runs than panels; the last is the cheapest
+    from ctxsim.reports._common import winner
+
+    assert winner(crowded) == 12
+    fig = drawn("tokens", crowded, monkeypatch)
+    titles = [ax.get_title(loc="left") for ax in fig.get_axes() if ax.get_visible()]
+    assert len(titles) == 8
+    assert any(t.startswith("p12 ★ cheapest") for t in titles), titles
+    assert titles[0].startswith("none")  # and the baseline
+    assert any("8 of 13 distinct policies shown" in t for t in legend_texts(fig))
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == PNG_MAGIC
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_composition_height_is_bounded(with_composition: Path):
+    crowded = many(load_run(with_composition), 13)
+    crowded.runs = [run for run in crowded.runs]
+    for run in crowded.runs[1:]:  # distinct compositions: shift one column
+        if run.composition is not None:
+            run.composition = Composition(run.composition.columns, run.composition.requests,
+                                          [[v + int(run.policy["label"][1:]) for v in row[:1]] + row[1:]
+                                           for row in run.composition.tokens])
+    width, height = png_size(render("composition", crowded, "png"))
+    assert width == 1100 and height <= 1300, (width, height)
+
+
+def test_pareto_labels_do_not_overlap(result: RunResult, monkeypatch):
+    from matplotlib.text import Text
+
+    close = many(result, 9)
+    fig = drawn("pareto", close, monkeypatch)
+    ax = fig.get_axes()[0]
+    fig.canvas.draw()
+    boxes = [Text.get_window_extent(t) for t in ax.texts if t.get_text().isdigit()]  # the text, not its arrow
+    assert len(boxes) == 9
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not a.overlaps(b), (a, b)
+
+
+def test_overflowing_lines_are_clipped_near_the_window_and_marked(result: RunResult, monkeypatch):
+    huge = copy.deepcopy(result)
+    window = int(huge.manifest["window"])
+    huge.runs[0].rows = [replace(r, context_tokens=r.context_tokens * 8) for r in huge.runs[0].rows]
+    fig = drawn("context", huge, monkeypatch)
+    ax = fig.get_axes()[0]
+    assert ax.get_ylim()[1] <= window * 1.2  # the managed line is not flattened against a 1M axis
+    assert any("beyond the window, cut off" in t.get_text() for t in ax.texts)
+    assert any("clipped above the chart" in t for t in legend_texts(fig))
+
+
+def test_thinning_is_bounded_deterministic_and_keeps_the_extremes():
+    from ctxsim.reports._plot import thin
+
+    xs = list(range(1, 20_001))
+    ys = [(i * 7919) % 1000 for i in xs]
+    ys[12_345] = 99_999
+    tx, (ty,) = thin(xs, ys, most=2000)
+    assert len(tx) <= 2000 and tx == sorted(tx) and max(ty) == 99_999 and min(ty) == 0
+    assert thin(xs, ys, most=2000) == (tx, [ty])
+    mx, (my,) = thin(xs, ys, most=500, how="mean")
+    assert len(mx) <= 500 and abs(sum(my) * 40 - sum(ys)) < 1e-6 * sum(ys)
+    short_x, (short_y,) = thin([1, 2, 3], [5, 6, 7])
+    assert (short_x, short_y) == ([1, 2, 3], [5, 6, 7])
+
+
+# ---------------------------------------------------------------- report.md as a PR comment
+def main_table_of(text: str) -> list[str]:
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| policy"))
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
+    return lines[start:end]
+
+
+def columns(line: str) -> int:
+    return len([c for c in line.replace("\\|", "").strip().strip("|").split("|")])
+
+
+def test_main_table_has_at_most_six_columns_and_details_below(result: RunResult):
+    text = render("markdown", result, "md")
+    table = main_table_of(text)
+    assert all(columns(line) <= 6 for line in table), table
+    assert text.index("| policy") < text.index("<summary>Every column")  # the wide table is folded below
+    # none's cost re-derived from the run (the shipped trace records usage now, so outputs bill at their counts)
+    assert f"| `none` | ${result.runs[0].totals.cost_usd:.2f} | — |" in text  # the cost with the trace's gaps
+
+
+def test_images_use_the_base_url_or_are_left_out_with_a_note(tmp_path: Path, saved: Path):
+    res = invoke("report", saved, "-o", tmp_path / "b", "--image-base-url", "https://ci.example/pr/7/")
+    assert res.exit_code == 0, res.output
+    text = (tmp_path / "b" / "report.md").read_text(encoding="utf-8")
+    images = [line for line in text.splitlines() if line.startswith("![")]
+    assert images and all("](https://ci.example/pr/7/" in line for line in images)
+    res = invoke("report", saved, "-o", tmp_path / "c")
+    text = (tmp_path / "c" / "report.md").read_text(encoding="utf-8")
+    assert "![" not in text and "](" not in text
+    assert "--image-base-url URL" in text and "`context.png`" in text
+    alone = render("markdown", load_run(saved), "md")  # to stdout: no charts at all, and the note says so
+    assert "![" not in alone and "Charts are not included" in alone
+    bad = invoke("report", saved, "-o", tmp_path / "d", "--image-base-url", "https://x y/")
+    assert bad.exit_code == 2 and "--image-base-url" in bad.stderr and not (tmp_path / "d").exists()
+
+
+def test_a_saving_against_an_overflowing_baseline_says_so(result: RunResult):
+    over = copy.deepcopy(result)
+    window = int(over.manifest["window"])
+    over.runs[0].rows = [replace(r, context_tokens=r.context_tokens + window) for r in over.runs[0].rows]
+    over = _reload(over)
+    verdict = next(line for line in render("markdown", over, "md").splitlines() if line.startswith("**Verdict"))
+    assert "is the cheapest" in verdict and "−" in verdict
+    assert "against a baseline that overflows" in verdict and "could not have happened" in verdict
+    text = render("markdown", over, "md")
+    assert "| ⚠️ " in text or "⚠️ 3" in text  # the overflowing peak is flagged in the table
+    plain = next(line for line in render("markdown", result, "md").splitlines() if line.startswith("**Verdict"))
+    assert "overflows" not in plain and "No policy passes the window minus the output reserve." in plain
+
+
+def test_markdown_stays_under_the_comment_limit_on_a_long_trace(tmp_path: Path):
+    """A 300-turn synthetic trace under four policies (the 2,400-turn one, scaled down to keep the test
+    fast); the budget is checked at the real limit and at a limit scaled down with it."""
+    from ctxsim.api import Options as RunOptions, replay_trace
+
+    trace = tmp_path / "long.jsonl"
+    assert invoke("synth", "--turns", "300", "--seed", "3", "-o", trace).exit_code == 0
+    long = replay_trace(str(trace), ["none", "clear", "compact", "mask"], options=RunOptions(tokenizer="chars4"))
+    text = render("markdown", long, "md")
+    assert len(text) < 65_536
+    small = render("markdown", long, "md", Options(limit=8_000))
+    assert len(small) <= 8_000 and "Cut to fit a PR comment (8,000 characters)" in small
+    assert all(columns(line) <= 6 for line in main_table_of(small))
+
+
+# ---------------------------------------------------------------- the bundle
+def v1_text(result: RunResult) -> str:
+    """run.json as ctxsim.run/1 wrote it (one object per row and event)."""
+    data = result.to_json()
+    data["schema"] = "ctxsim.run/1"
+    for out, run in zip(data["runs"], result.runs, strict=True):
+        out["rows"] = [row.to_json() for row in run.rows]
+        out["events"] = [event.to_json() for event in run.events]
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def test_old_run_json_is_still_read_by_report_and_diff(tmp_path: Path, result: RunResult):
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(v1_text(result), encoding="utf-8")
+    result.save(new)
+    assert json.loads(new.read_text())["schema"] == "ctxsim.run/2"
+    again = load_run(old)
+    assert [r.rows for r in again.runs] == [r.rows for r in result.runs]
+    assert [r.events for r in again.runs] == [r.events for r in result.runs]
+    assert again.dumps() == new.read_text(encoding="utf-8")  # read old, written new
+    assert len(new.read_bytes()) * 3 < len(old.read_bytes())  # columns: a fraction of the size
+    res = invoke("report", old, "-f", "md")
+    assert res.exit_code == 0 and "**Verdict:**" in res.stdout
+    res = invoke("diff", old, new)
+    assert res.exit_code == 0, res.output
+    import gzip
+
+    packed = tmp_path / "run.json.gz"
+    packed.write_bytes(gzip.compress(new.read_bytes(), mtime=0))
+    assert load_run(packed).dumps() == new.read_text(encoding="utf-8")
+    broken = tmp_path / "broken.json"
+    data = json.loads(new.read_text())
+    data["runs"][0]["rows"]["values"].pop()
+    broken.write_text(json.dumps(data), encoding="utf-8")
+    res = invoke("report", broken)
+    assert res.exit_code == 2 and "not a valid ctxsim run artefact" in res.stderr
+
+
+def test_same_run_same_bundle_bytes_and_a_progress_line(tmp_path: Path, result: RunResult, monkeypatch):
+    from ctxsim.render import progress
+
+    tty = FakeTerminal()
+    real = progress.progress_bar
+
+    def on_a_terminal(total, description="replaying", **kwargs):  # type: ignore[no-untyped-def]
+        return real(total, description, stream=tty, enabled=True, delay_s=0)
+
+    monkeypatch.setattr(progress, "progress_bar", on_a_terminal)
+    one = write_bundle(result, tmp_path / "one", image_base_url="https://ci.example/x/")
+    assert "writing one/" in tty.getvalue()
+    monkeypatch.setattr(progress, "progress_bar", real)
+    two = write_bundle(result, tmp_path / "two", image_base_url="https://ci.example/x/")
+    for p, q in zip(one, two, strict=True):
+        if p.suffix != ".parquet":
+            assert p.read_bytes() == q.read_bytes(), p.name
+    assert "https://ci.example/x/context.png" in (tmp_path / "one" / "report.md").read_text(encoding="utf-8")
+    for svg in (tmp_path / "one").glob("*.svg"):
+        assert svg.stat().st_size < 2_000_000, svg.name

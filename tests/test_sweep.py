@@ -99,18 +99,20 @@ def test_table_equals_separate_compares_of_each_trace(corpus: Path, tmp_path: Pa
         done = runner.invoke(app, ["compare", trace, "--policies", specs, "--window", str(WINDOW), "-j", "1",
                                    "-o", str(run_file)])
         assert done.exit_code == 0, done.output
-        runs = {r["policy"]["label"]: r for r in json.loads(run_file.read_text())["runs"]}
+        from ctxsim.run import RunResult
+
+        runs = {r.policy["label"]: r for r in RunResult.load(run_file).runs}  # any schema the artefact has
         for key, spec in EXPLICIT.items():
             run = runs[spec]
-            expected[key]["cost"] += Decimal(run["totals"]["cost_usd"])
-            expected[key]["requests"] += run["totals"]["requests"]
+            expected[key]["cost"] += run.totals.cost_usd
+            expected[key]["requests"] += run.totals.requests
             peaks: dict[str, int] = {}
-            for row in run["rows"]:
-                if row["kind"] == "request":
-                    peaks[row["session"]] = max(peaks.get(row["session"], 0), row["context_tokens"])
+            for row in run.rows:
+                if row.kind == "request":
+                    peaks[row.session] = max(peaks.get(row.session, 0), row.context_tokens)
             expected[key]["sessions"] += len(peaks)
             expected[key]["over"] += sum(1 for p in peaks.values() if p > WINDOW - 20_000)
-        none_cost += Decimal(runs["none"]["totals"]["cost_usd"])
+        none_cost += runs["none"].totals.cost_usd
     for key, want in expected.items():
         got = table[key]
         assert Decimal(got["cost_usd"]) == want["cost"], key

@@ -49,6 +49,10 @@ def compare(
     as_json: JsonOpt = False,
     wide: Annotated[bool, typer.Option("--wide", help="Every column, however wide the terminal.")] = False,
     output: OutputOpt = None,
+    image_base_url: Annotated[Optional[str], typer.Option(
+        "--image-base-url", help="-o DIR: the URL the bundle's charts will be served under (e.g. where CI uploads "
+                                 "it); report.md shows them as images from there, else leaves them out with a "
+                                 "note.")] = None,
     force: ForceOpt = False,
     max_line_bytes: MaxLineBytesOpt = None,
     max_input_bytes: MaxInputBytesOpt = None,
@@ -82,10 +86,13 @@ def compare(
     source = trace or default_trace()
     if output is not None:  # refused before the work, not after it
         _check(output, [source, *spec_files(specs)], force)
+    from ctxsim.reports import check_image_base_url
+
+    check_image_base_url(image_base_url)
     result = replay_trace(source, specs, fmt=fmt, options=opts, providers=provider_list, show_progress=True)
     written: list[str] = []
     if output is not None:
-        written = [str(p) for p in _write(result, Path(output), force)]
+        written = [str(p) for p in _write(result, Path(output), force, image_base_url)]
     if as_json:
         typer.echo(json.dumps(totals_json(result), indent=1, sort_keys=True))
     else:
@@ -137,11 +144,11 @@ def _check(output: str, inputs: list[str], force: bool) -> None:
         check_folder(output, inputs, force, bundle_entry)
 
 
-def _write(result, folder: Path, force: bool):  # type: ignore[no-untyped-def]
+def _write(result, folder: Path, force: bool, image_base_url: str | None = None):  # type: ignore[no-untyped-def]
     """`-o FILE.json`: the run artefact alone; `-o DIR`: run.json and the whole report bundle, swapped in whole."""
     if folder.suffix.lower() == ".json":
         result.save(folder, force)
         return [folder]
     from ctxsim.reports import write_bundle
 
-    return write_bundle(result, folder, force)
+    return write_bundle(result, folder, force, image_base_url)

@@ -30,6 +30,10 @@ def report(
     table: Annotated[str, typer.Option(help="csv/parquet: which tidy table: requests, runs or events.")] = "requests",
     with_charts: Annotated[bool, typer.Option(
         "--charts/--no-charts", help="md written to a file: also write its charts beside it and link them.")] = True,
+    image_base_url: Annotated[Optional[str], typer.Option(
+        "--image-base-url", help="md and bundle: the URL the charts will be served under (e.g. where CI uploads "
+                                 "the folder); report.md shows them as images from there. Without it, report.md "
+                                 "leaves them out with a note (a PR comment cannot show relative images).")] = None,
     force: ForceOpt = False,
 ) -> None:
     """Render a run artefact as terminal tables, Markdown, CSV, Parquet or charts (PNG, SVG)."""
@@ -37,6 +41,9 @@ def report(
     from ctxsim.reports import FORMATS, TABLES, bundle_entry, guess_format, markdown_links, render, write_bundle
     from ctxsim.reports._common import load_run
 
+    from ctxsim.reports import check_image_base_url
+
+    check_image_base_url(image_base_url)
     output = output_path(output_text) if output_text is not None else None
 
     known = [*FORMATS, "bundle"]
@@ -64,7 +71,7 @@ def report(
 
     if fmt == "bundle":
         assert output is not None
-        written = write_bundle(result, output, force)
+        written = write_bundle(result, output, force, image_base_url)
     elif fmt in ("png", "svg"):
         written = _charts(result, fmt, output, chart, guessed is not None, run=run, force=force)
     elif fmt == "parquet" and output is None:
@@ -84,7 +91,7 @@ def report(
         if fmt == "md" and output is not None and with_charts:
             written = _charts(result, "png", output.parent, None, False, quiet=True, run=run, force=force)
             written += _charts(result, "svg", output.parent, None, False, quiet=True, run=run, force=force)
-            options = Options(charts=markdown_links(result))
+            options = Options(charts=markdown_links(result), image_base_url=image_base_url)
         content = render(info.name, result, fmt, options)
         if output is None:
             typer.echo(content, nl=False)

@@ -46,6 +46,7 @@ class Options:
     charts: tuple[tuple[str, str], ...] = ()  # markdown: (title, relative path) of charts to link
     terminal: bool = False  # table: rich output for a terminal instead of plain text
     limit: int = MARKDOWN_LIMIT  # markdown: character budget
+    image_base_url: str | None = None  # markdown: where the charts are served (CI artefacts); None: not shown
 
 
 @dataclass(frozen=True)
@@ -148,39 +149,54 @@ def bundle_entry(name: str, result: RunResult | None = None) -> bool:
     return name in names or (name.startswith(".") and name.endswith(".tmp"))
 
 
-def write_bundle(result: RunResult, folder: Path, force: bool = False) -> list[Path]:
+def write_bundle(result: RunResult, folder: Path, force: bool = False, image_base_url: str | None = None,
+                 ) -> list[Path]:
     """Write run.json, report.md, the charts (PNG and SVG) and the tidy tables into `folder`.
 
     Returns the paths written, in order. The files are written into a hidden sibling folder that
     then replaces `folder` whole (`fileio.replace_folder`): the folder holds this run or the one
     before it, never a mix, and an interruption leaves no temporary folder. A folder holding
     entries a bundle does not write is refused unless `force` (then they go with the old folder).
+    report.md shows the charts as images under `image_base_url` (where CI serves the folder), or
+    says how to get them. On a terminal, a progress line on stderr counts the files written.
     The same run gives the same bytes (Parquet aside).
     """
+    from ctxsim.render.progress import progress_bar
     from ctxsim.reports._common import dumps_run
 
+    check_image_base_url(image_base_url)
     folder = Path(folder)
     names: list[str] = []
+    table = reports()
+    jobs: list[tuple[str, Callable[[], str | bytes]]] = [("run.json", lambda: dumps_run(result))]
+    for name, fmt, filename in chart_files(result):
+        jobs.append((filename, lambda name=name, fmt=fmt: table[name].render(result, fmt, Options())))
+    for info in table.values():
+        if info.chart or info.unavailable(result):
+            continue
+        for filename, fmt, options in info.bundle(result):
+            if fmt == "md":
+                options = Options(charts=markdown_links(result), image_base_url=image_base_url)
+            jobs.append((filename, lambda info=info, fmt=fmt, options=options: info.render(result, fmt, options)))
 
     def fill(into: Path) -> None:
-        def put(filename: str, content: str | bytes) -> None:
-            write_file(into / filename, content)
-            names.append(filename)
-
-        put("run.json", dumps_run(result))
-        table = reports()
-        for name, fmt, filename in chart_files(result):
-            put(filename, table[name].render(result, fmt, Options()))
-        for info in table.values():
-            if info.chart or info.unavailable(result):
-                continue
-            for filename, fmt, options in info.bundle(result):
-                if fmt == "md":
-                    options = Options(charts=markdown_links(result))
-                put(filename, info.render(result, fmt, options))
+        with progress_bar(total=len(jobs), description=f"writing {folder.name or folder}/") as advance:
+            for filename, make in jobs:
+                write_file(into / filename, make())
+                names.append(filename)
+                advance(1)
 
     replace_folder(folder, fill, force, lambda name: bundle_entry(name, result))
     return [folder / name for name in names]
+
+
+def check_image_base_url(url: str | None) -> None:
+    """A base URL the charts' file names are appended to; one-line error for one that cannot be."""
+    if url is None:
+        return
+    if not url.strip() or any(c.isspace() for c in url) or any(c in url for c in "()<>\"\\"):
+        raise CtxsimError(f"--image-base-url {url!r}: give the URL the bundle folder is served under, "
+                          "e.g. https://example.org/artifacts/run-42/ (no spaces, brackets or quotes)")
 
 
 def markdown_links(result: RunResult, fmt: str = "png") -> tuple[tuple[str, str], ...]:
@@ -188,5 +204,5 @@ def markdown_links(result: RunResult, fmt: str = "png") -> tuple[tuple[str, str]
     return tuple((table[name].summary, filename) for name, f, filename in chart_files(result, (fmt,)) if f == fmt)
 
 
-__all__ = ["FORMATS", "Options", "ReportInfo", "bundle_entry", "charts", "for_format", "guess_format", "register",
+__all__ = ["FORMATS", "Options", "ReportInfo", "bundle_entry", "charts", "check_image_base_url", "for_format", "guess_format", "register",
            "render", "reports", "write_bundle", "write_file"]

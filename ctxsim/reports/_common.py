@@ -148,3 +148,19 @@ def signed_pct(value: Decimal | None) -> str:
     if text == "0.0%":
         return "±0.0%"
     return ("+" if value > 0 else "−") + text
+
+
+# ---------------------------------------------------------------- the verdict's choice
+def winner(result: RunResult) -> int:
+    """Index of the run the verdict names: the cheapest with caching (the first of equals).
+
+    Charts that cannot show every run always show this one (and the baseline).
+    """
+    runs = result.runs
+    return min(range(len(runs)), key=lambda i: (runs[i].totals.cost_usd, i)) if runs else 0
+
+
+def overflows(run: PolicyRun, result: RunResult) -> int | None:
+    """The first request whose context passes the run's window (the session could not have happened so)."""
+    window = window_of(run, result)
+    return next((r.request for r in run.rows if r.kind == "request" and r.context_tokens > window), None)

@@ -29,10 +29,12 @@ from __future__ import annotations
 from ctxsim.composition import HEAD, Composition  # noqa: F401 - Composition re-exported for callers
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
-from ctxsim.reports._common import composition_of, labels, short
+from ctxsim.reports._common import composition_of, labels, short, window_of, winner
 from ctxsim.run import RunResult
 
-MAX_SERIES = 8  # one colour each from the palette; smaller tools fold into "tool:other"
+MAX_SERIES = 8  # series per panel; smaller tools fold into "tool:other"
+MAX_PANELS = 8  # small multiples at most (4 rows of 2): the baseline and the verdict's winner always shown
+STACK_POINTS = 500  # stacks drawn per panel at most (a panel is ~450 pixels wide)
 COLOURS = {HEAD: "#000000", "system": "#555555", "user": "#E69F00", "assistant": "#56B4E9",
            "summary": "#F0E442", "cleared": "#BBBBBB"}
 TOOL_COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#882255", "#117733", "#44AA99", "#999933"]
@@ -68,43 +70,59 @@ def folded(comp: Composition) -> dict[str, list[int]]:
 def draw(result: RunResult, fmt: str) -> bytes:
     from matplotlib.patches import Patch
 
-    runs = [(name, run) for name, run in zip(labels(result), result.runs, strict=True)
-            if composition_of(run) is not None]
+    names = labels(result)
+    have = [i for i, run in enumerate(result.runs) if composition_of(run) is not None]
+    data = {i: folded(composition_of(result.runs[i])) for i in have}
+    keys = [(tuple(composition_of(result.runs[i]).requests), tuple((k, tuple(v)) for k, v in data[i].items()))
+            for i in have]
+    groups = [([have[j] for j in members], name) for members, name in
+              plot.merge_identical([names[i] for i in have], keys)]
+    must = [i for i in (0, winner(result)) if i in have]
+    panels = [groups[g] for g in plot.pick(groups, must, MAX_PANELS)]
+    # one colour per series across every panel: the fixed ones, then the tools in a palette sized to them
+    seen = [k for _, (members, _) in enumerate(panels) for k in data[members[0]]]
+    tools = sorted({k for k in seen if k not in COLOURS})
+    tool_colours = TOOL_COLOURS[:len(tools)] if len(tools) <= len(TOOL_COLOURS) else plot.palette(len(tools))
+    colours = {**COLOURS, **dict(zip(tools, tool_colours, strict=True))}
+    best = winner(result)
     with plot.style():
-        fig, axes = plot.figure(1.4 + 2.7 * len(runs), nrows=len(runs))
-        colours: dict[str, str] = {}
-        tool_index = 0
+        fig, axes = plot.grid(len(panels), panel_height_in=2.0 if len(panels) > 2 else 2.6)
         legend: dict[str, Patch] = {}
         top = 1
-        for ax, (name, run) in zip(axes, runs, strict=True):
-            comp = composition_of(run)
-            data = folded(comp)
-            for key in data:
-                if key not in colours:
-                    if key in COLOURS:
-                        colours[key] = COLOURS[key]
-                    else:
-                        colours[key] = TOOL_COLOURS[tool_index % len(TOOL_COLOURS)]
-                        tool_index += 1
-            keys = list(data)
-            if keys:  # every prompt of this run empty (or no request): an empty panel, not a crash
-                ax.stackplot(comp.requests, *[data[k] for k in keys], colors=[colours[k] for k in keys],
-                             linewidth=0, alpha=0.9)
-            totals = [sum(col) for col in zip(*data.values(), strict=True)] if data else [0]
-            top = max(top, *totals)
-            ax.set_title(short(name, 90), fontsize=10, loc="left", fontweight="bold")
-            ax.set_ylabel("tokens in context")
+        averaged = 1
+        peaks: list[float] = []
+        for ax, (members, name) in zip(axes, panels, strict=True):
+            comp = composition_of(result.runs[members[0]])
+            series = data[members[0]]
+            order = list(series)
+            xs, values = plot.thin(comp.requests, *[series[k] for k in order], most=STACK_POINTS, how="mean")
+            averaged = max(averaged, -(-len(comp.requests) // max(1, len(xs))))
+            if order:
+                ax.stackplot(xs, *values, colors=[colours[k] for k in order], linewidth=0, alpha=0.9)
+                top = max(top, *[sum(col) for col in zip(*values, strict=True)])
+            peaks.append(max((sum(col) for col in zip(*values, strict=True)), default=0) if order else 0)
+            mark = " ★ cheapest" if best in members and len(result.runs) > 1 else ""
+            ax.set_title(short(name, 58 if len(panels) > 2 else 100) + mark, fontsize=8.5, loc="left",
+                         fontweight="bold")
             plot.thousands(ax.yaxis)
-            for k in keys:
+            for k in order:
                 legend.setdefault(k, Patch(color=colours[k], alpha=0.9))
-        for ax in axes:
-            ax.set_ylim(0, top * 1.05)
-        plot.request_axis(axes[-1])
-        fig.suptitle("Context composition over the session, by role and tool", fontsize=13, fontweight="bold",
-                     x=0.01, ha="left")
+        plot.clip_panels(axes, peaks, top, max(window_of(run, result) for run in result.runs))
+        for ax in axes[-2 if len(axes) > 2 else -1:]:
+            plot.request_axis(ax)
+            ax.xaxis.set_tick_params(labelbottom=True)
+        axes[0].set_ylabel("tokens in context")
+        title = "Context composition over the session, by role and tool"
+        if averaged > 1:
+            title += f" (mean per {averaged} requests)"
+        fig.suptitle(title, fontsize=12, fontweight="bold", x=0.01, ha="left")
         order = [k for k in legend if not k.startswith("tool:")] + sorted(k for k in legend if k.startswith("tool:"))
-        plot.legend_below(fig, [legend[k] for k in order], [k.replace("tool:", "tool ") for k in order],
-                          min(5, len(order)))
+        texts = [k.replace("tool:", "tool ") for k in order]
+        handles = [legend[k] for k in order]
+        if len(panels) < len(groups):
+            texts.append(f"{len(panels)} of {len(groups)} distinct policies shown (the baseline and the cheapest always)")
+            handles.append(Patch(color="none"))
+        plot.legend_below(fig, handles, texts, min(5, len(texts)), fontsize=8.5)
         return plot.save(fig, fmt)
 
 

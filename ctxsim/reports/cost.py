@@ -3,7 +3,10 @@
 Solid: with caching as the trace's real gaps allow (`cost_usd`); dashed: the
 same requests with no cache at all (`cost_nocache_usd`). A policy's
 summarising calls count at the request that made them. The legend carries the
-totals, so the chart reads without hovering.
+totals, so the chart reads without hovering. Runs with the same costs request
+by request are one line (their names listed); each line has its own colour.
+When the dearest curve ends more than LOG_ABOVE times above the cheapest total,
+the axis is logarithmic (a linear one would flatten the cheap policies).
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
 from ctxsim.reports._common import labels, money, short
 from ctxsim.run import RunResult
+
+
+LOG_ABOVE = 30  # a log axis when the dearest curve ends this many times above the cheapest total
 
 
 def cumulative(rows: list, key: str) -> tuple[list[int], list[Decimal]]:
@@ -35,28 +41,48 @@ def draw(result: RunResult, fmt: str) -> bytes:
     from matplotlib.lines import Line2D
 
     names = labels(result)
+    curves = []
+    for run in result.runs:
+        xs, cached = cumulative(run.rows, "cost_usd")
+        _, plain = cumulative(run.rows, "cost_nocache_usd")
+        curves.append((tuple(xs), tuple(cached), tuple(plain)))
+    groups = plot.merge_identical(names, curves)
+    colours = plot.palette(len(groups))
     with plot.style():
-        fig, (ax,) = plot.figure(6.0)
+        fig, (ax,) = plot.figure(4.6 + 0.2 * (len(groups) + 2))
         handles: list = []
         texts: list[str] = []
-        for i, run in enumerate(result.runs):
-            colour = plot.colour(i)
-            xs, cached = cumulative(run.rows, "cost_usd")
-            _, plain = cumulative(run.rows, "cost_nocache_usd")
-            ax.plot(xs, [float(v) for v in plain], color=colour, linestyle=(0, (4, 2)), linewidth=1.6, zorder=2)
-            ax.plot(xs, [float(v) for v in cached], color=colour, linestyle="-", linewidth=2.2, zorder=3)
-            handles.append(Line2D([], [], color=colour, linewidth=2.2))
-            texts.append(f"{short(names[i], 56)}: {money(run.totals.cost_usd)} cached, "
-                         f"{money(run.totals.cost_nocache_usd)} without cache")
+        for g, (members, name) in enumerate(groups):
+            xs, cached, plain = curves[members[0]]
+            tx, (tplain, tcached) = plot.thin(xs, [float(v) for v in plain], [float(v) for v in cached])
+            ax.plot(tx, tplain, color=colours[g], linestyle=(0, (4, 2)), linewidth=1.4, zorder=2)
+            ax.plot(tx, tcached, color=colours[g], linestyle="-", linewidth=2.2, zorder=3)
+            handles.append(Line2D([], [], color=colours[g], linewidth=2.2))
+            totals = result.runs[members[0]].totals
+            texts.append(f"{short(name, 70)}: {money(totals.cost_usd)} cached, "
+                         f"{money(totals.cost_nocache_usd)} without cache")
         handles += [Line2D([], [], color="#444444", linewidth=2.2),
-                    Line2D([], [], color="#444444", linestyle=(0, (4, 2)), linewidth=1.6)]
+                    Line2D([], [], color="#444444", linestyle=(0, (4, 2)), linewidth=1.4)]
         texts += ["solid: with prompt caching (real gaps between requests)", "dashed: without caching"]
-        ax.set_ylim(bottom=0)
+        finals = [float(result.runs[m[0]].totals.cost_usd) for m, _ in groups]
+        highest = max(float(result.runs[m[0]].totals.cost_nocache_usd) for m, _ in groups)
+        low = min((f for f in finals if f > 0), default=0)
+        log = low > 0 and highest / low > LOG_ABOVE  # a linear axis would flatten the cheap policies
         plot.request_axis(ax, result.runs)
-        ax.set_ylabel("cumulative cost (USD)")
-        plot.dollars(ax.yaxis)
+        if log:
+            from matplotlib.ticker import FuncFormatter, LogLocator
+
+            ax.set_yscale("log")
+            ax.set_ylim(low / 30, highest * 1.5)
+            ax.yaxis.set_major_locator(LogLocator(base=10))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"${v:,.0f}" if v >= 1 else f"${v:g}"))
+            ax.set_ylabel("cumulative cost (USD, log scale)")
+        else:
+            ax.set_ylim(bottom=0)
+            ax.set_ylabel("cumulative cost (USD)")
+            plot.dollars(ax.yaxis)
         plot.titles(fig, "Cumulative cost per policy", result)
-        plot.legend_below(fig, handles, texts, 1 if len(result.runs) > 1 else 2)
+        plot.legend_below(fig, handles, texts, 1 if len(groups) > 1 else 2, fontsize=8.5)
         return plot.save(fig, fmt)
 
 

@@ -1,10 +1,13 @@
 """Markdown: a report that reads well as a GitHub pull-request comment.
 
-One-line verdict, the comparison table, the assumptions line (open-loop replay,
-tokenizer, prices), the charts linked by relative path, then events, the worst
-requests and the policies' parameters in collapsible details. It stays under
-the comment limit (65,536 characters) by showing fewer events and requests,
-and says what it cut.
+A two-sentence verdict (the cheapest policy, against the recorded bill when the
+trace has one; then what passes the window: a saving against a baseline that
+overflows is said to be one), a six-column table that fits a comment (860 px),
+the charts as images under `--image-base-url` (or a note on how to get them:
+relative images do not show in a PR comment), then every column, the
+assumptions, events, the worst requests and the policies' parameters in
+collapsible details. It stays under the comment limit (65,536 characters) by
+showing fewer events and requests, and says what it cut.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ctxsim.reports import Options, ReportInfo, register
-from ctxsim.reports._common import change, labels, money, pct, request_rows, signed_pct, tokens, window_of
+from ctxsim.reports._common import (change, labels, money, overflows, pct, request_rows, signed_pct, tokens, window_of,
+                                    winner)
 from ctxsim.run import RunResult, none_run, recorded_gap, recorded_of_result
 
 WORST = 5
@@ -33,38 +37,108 @@ def code(text: str) -> str:
     return f"`{text}`"
 
 
+def _names(items: Sequence[tuple[str, int]], most: int = 4) -> str:
+    shown = [f"{code(n)} (request {r:,})" for n, r in items[:most]]
+    rest = len(items) - len(shown)
+    return ", ".join(shown) + (f" and {rest} more" if rest else "")
+
+
 def verdict(result: RunResult, names: Sequence[str]) -> str:
+    """Two sentences: which policy is cheapest, against the recorded bill when there is one; then what
+    overflows (a saving against a baseline that passes the window is said to be one)."""
     runs = result.runs
     base = runs[0]
     t0 = base.totals
+    rec = recorded_of_result(result)
+    billed = f" (the recorded bill: {money(rec.cost_usd)})" if rec is not None else ""
+    best_i = winner(result)
+    best = runs[best_i].totals
     if len(runs) == 1:
         share = t0.peak_context_tokens / window_of(base, result) if window_of(base, result) else 0
-        text = (f"{code(names[0])}: {money(t0.cost_usd)} for {t0.requests:,} requests, peak context "
+        text = (f"{code(names[0])} costs {money(t0.cost_usd)}{billed} for {t0.requests:,} requests, peak context "
                 f"{t0.peak_context_tokens:,} tokens ({share * 100:.0f}% of the window), hit rate {pct(t0.hit_rate)}.")
+    elif best_i == 0:
+        second_i = min(range(1, len(runs)), key=lambda i: (runs[i].totals.cost_usd, i))
+        second = runs[second_i].totals
+        text = (f"the baseline {code(names[0])} is the cheapest at {money(t0.cost_usd)}{billed}; the next, "
+                f"{code(names[second_i])}, costs {money(second.cost_usd)} "
+                f"({signed_pct(change(t0.cost_usd, second.cost_usd))}).")
     else:
-        best_i = min(range(len(runs)), key=lambda i: (runs[i].totals.cost_usd, i))
-        best = runs[best_i].totals
-        if best_i == 0:
-            second_i = min(range(1, len(runs)), key=lambda i: (runs[i].totals.cost_usd, i))
-            second = runs[second_i].totals
-            text = (f"the baseline {code(names[0])} is the cheapest at {money(t0.cost_usd)}; the next, "
-                    f"{code(names[second_i])}, costs {money(second.cost_usd)} "
-                    f"({signed_pct(change(t0.cost_usd, second.cost_usd))}).")
-        else:
-            text = (f"{code(names[best_i])} is the cheapest: {money(best.cost_usd)} against "
-                    f"{money(t0.cost_usd)} for {code(names[0])} ({signed_pct(change(t0.cost_usd, best.cost_usd))}), "
-                    f"peak context {best.peak_context_tokens:,} against {t0.peak_context_tokens:,} tokens.")
-    over = [(names[i], run.totals.first_over.get("window-reserve")) for i, run in enumerate(runs)]
-    over = [(n, r) for n, r in over if r is not None]
-    if over:
-        text += " ⚠️ " + "; ".join(f"{code(n)} passes the window minus the output reserve at request {r:,}"
-                                    for n, r in over) + "."
+        against = f"{money(t0.cost_usd)} for {code(names[0])} ({signed_pct(change(t0.cost_usd, best.cost_usd))})"
+        if rec is not None:
+            against = (f"the recorded bill of {money(rec.cost_usd)} ({signed_pct(change(rec.cost_usd, best.cost_usd))})"
+                       f" and {against} replayed")
+        text = (f"{code(names[best_i])} is the cheapest at {money(best.cost_usd)}, against {against}; peak context "
+                f"{best.peak_context_tokens:,} against {t0.peak_context_tokens:,} tokens.")
+    over = [(i, overflows(run, result)) for i, run in enumerate(runs)]
+    past_window = [(names[i] + (" (the cheapest)" if i == best_i and len(runs) > 1 else ""), r)
+                   for i, r in over if r is not None]
+    reserve_only = [(names[i], run.totals.first_over.get("window-reserve")) for i, run in enumerate(runs)
+                    if over[i][1] is None and run.totals.first_over.get("window-reserve") is not None]
+    parts = []
+    base_over = over[0][1]
+    if base_over is not None and best_i != 0 and len(runs) > 1:
+        window = window_of(base, result)
+        first = (f"the saving is against a baseline that overflows: {code(names[0])} passes the window of "
+                 f"{window:,} at request {base_over:,} (peak {t0.peak_context_tokens:,}, "
+                 f"{t0.peak_context_tokens / window:.1f}× the window), a session that could not have happened "
+                 "as replayed")
+        if rec is not None and rec.peak_context_tokens is not None and rec.peak_context_tokens <= window:
+            first += f" (the recorded one peaked at {rec.peak_context_tokens:,})"
+        parts.append(first)
+        past_window = past_window[1:]
+        if past_window:
+            parts.append("also past the window: " + _names(past_window))
+    elif past_window:
+        parts.append("past the window (could not have run as replayed): " + _names(past_window))
+    if reserve_only:
+        parts.append("past the window minus the output reserve: " + _names(reserve_only))
+    if parts:
+        second_text = "⚠️ " + parts[0][0].upper() + parts[0][1:] + "".join("; " + p for p in parts[1:]) + "."
     else:
-        text += " No policy passes the window minus the output reserve."
-    return "**Verdict:** " + text[0].upper() + text[1:]
+        second_text = "No policy passes the window minus the output reserve."
+    return "**Verdict:** " + text[0].upper() + text[1:] + " " + second_text
+
+
+MAIN_COLUMNS = ("policy", "cost (cached)", "vs {base}", "hit rate", "peak context", "over window − reserve")
+
+
+def main_table(result: RunResult, names: Sequence[str]) -> list[str]:
+    """The at-a-glance table: six columns, fits a PR comment (860 px); the rest is in `comparison`."""
+    base = result.runs[0].totals
+    head = [h.format(base=code(names[0])) for h in MAIN_COLUMNS]
+    lines = ["| " + " | ".join(head) + " |", "|:--|" + "--:|" * (len(head) - 1)]
+    best_i = winner(result)
+    for i, run in enumerate(result.runs):
+        t = run.totals
+        window = window_of(run, result)
+        share = f" ({t.peak_context_tokens / window * 100:.0f}%)" if window else ""
+        flag = "⚠️ " if overflows(run, result) is not None else ""
+        first = t.first_over.get("window-reserve")
+        name = code(names[i]) + (" ★" if len(result.runs) > 1 and i == best_i else "")
+        cells = [name, money(t.cost_usd), "—" if i == 0 else signed_pct(change(base.cost_usd, t.cost_usd)),
+                 pct(t.hit_rate), f"{flag}{t.peak_context_tokens:,}{share}",
+                 "never" if first is None else f"request {first:,}"]
+        lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
+    rec = recorded_of_result(result)
+    if rec is not None:
+        none = none_run(result)
+        hit = pct(rec.cache_read_tokens / rec.input_tokens) if rec.cache_read_tokens is not None and rec.input_tokens \
+            else "—"
+        peak = f"{rec.peak_context_tokens:,}" if rec.peak_context_tokens is not None else "—"
+        cells = ["recorded (billed)", money(rec.cost_usd),
+                 signed_pct(change(none.totals.cost_usd, rec.cost_usd)) if none is not None else "—", hit, peak, "—"]
+        lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
+    notes = ["★ the cheapest"] if len(result.runs) > 1 else []
+    if any(overflows(run, result) is not None for run in result.runs):
+        notes.append("⚠️ passes the window: that session could not have happened as replayed")
+    if notes:
+        lines += ["", "<sub>" + " · ".join(notes) + "</sub>"]
+    return lines
 
 
 def comparison(result: RunResult, names: Sequence[str]) -> list[str]:
+    """Every column, for the folded details under the main table."""
     base = result.runs[0].totals
     head = ["policy", "cost (cached)", f"vs {code(names[0])}", "no cache", "hit rate", "peak context",
             "p95 context", "first over window − reserve", "events", "rewrites"]
@@ -95,6 +169,7 @@ def comparison(result: RunResult, names: Sequence[str]) -> list[str]:
                  "—", hit, peak, "—", "—", "—", "—"]
         lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
     return lines
+
 
 
 def recorded_lines(result: RunResult) -> list[str]:
@@ -169,16 +244,24 @@ def priced_as(result: RunResult) -> str:
     return "priced as " + "; ".join(f"{k} ({n} polic{'y' if n == 1 else 'ies'})" for k, n in setups.items())
 
 
-def chart_section(links: Sequence[tuple[str, str]]) -> list[str]:
-    if not links:
-        return []
+def chart_section(links: Sequence[tuple[str, str]], base_url: str | None) -> list[str]:
+    """Images under `base_url` (where CI uploaded the bundle); without one, no images (a PR comment cannot
+    show relative ones) and a note on how to get them."""
+    if not links or base_url is None:
+        files = ", ".join(code(p) for _, p in links)
+        where = (f"Charts ({files}, each also as SVG) are in the bundle folder beside this file and not shown: "
+                 if links else "Charts are not included: ")
+        return ["", f"<sub>📊 {where}a PR comment cannot show relative images. Upload the bundle (a CI artefact, "
+                    "a branch) and pass `--image-base-url URL` to `ctxsim compare -o DIR` or "
+                    "`ctxsim report run.json -o DIR/` to embed them.</sub>"]
+    url = base_url.rstrip("/") + "/"
     primary = [(t, p) for t, p in links if p.rsplit("/", 1)[-1] in PRIMARY_CHARTS]
     other = [(t, p) for t, p in links if (t, p) not in primary]
     out = ["", "#### Charts", ""]
-    out += [f"![{t}]({p})" for t, p in primary]
+    out += [line for t, p in primary for line in (f"![{t}]({url}{p})", "")][:-1]  # one image a paragraph
     if other:
         out += ["", "<details><summary>More charts: " + ", ".join(t for t, _ in other) + "</summary>", ""]
-        out += [f"![{t}]({p})" for t, p in other]
+        out += [line for t, p in other for line in (f"![{t}]({url}{p})", "")][:-1]
         out += ["", "</details>"]
     out += ["", "<sub>Each chart also as SVG beside the PNG.</sub>"]
     return out
@@ -246,10 +329,13 @@ def build(result: RunResult, options: Options, per_policy: int | None, worst: in
     trace = (result.manifest.get("trace") or {}).get("name", "?")
     n = len(result.runs)
     lines = [f"### ctxsim: {cell(trace)}, {n} polic{'y' if n == 1 else 'ies'}", "", verdict(result, names), ""]
-    lines += recorded_lines(result)
+    lines += recorded_lines(result)  # `none` off the recorded bill: said before any figure is read
+    lines += main_table(result, names)
+    lines += chart_section(options.charts, options.image_base_url)
+    lines += ["", "<details><summary>Every column: no-cache cost, p95 context, events, rewrites</summary>", ""]
     lines += comparison(result, names)
+    lines += ["", "</details>"]
     lines += ["", assumptions(result)]
-    lines += chart_section(options.charts)
     events, cut = events_section(result, names, per_policy)
     lines += events
     lines += worst_section(result, names, worst)

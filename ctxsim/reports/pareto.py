@@ -15,7 +15,7 @@ from decimal import Decimal
 from ctxsim.engine import PolicyRun
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
-from ctxsim.reports._common import labels, money, short
+from ctxsim.reports._common import labels, money, short, winner
 from ctxsim.run import RunResult
 
 LOSSES = [  # (totals field, axis label)
@@ -44,6 +44,33 @@ def pareto_front(points: Sequence[tuple[float, Decimal | float]]) -> list[int]:
     return front
 
 
+OFFSETS = [(7, 7), (7, -14), (-16, 7), (-16, -14), (12, -3), (-22, -3), (0, 16), (0, -22), (18, 14),
+           (-26, 14), (18, -22), (-26, -22), (30, 0), (-36, 0), (0, 28), (0, -34)]  # points, tried in turn
+
+
+def place_labels(ax, fig, anchors: list[tuple[float, float]], texts: list[str]) -> list[tuple[int, int]]:
+    """An offset per label so that no two labels, and no label and point, overlap (greedy, in order)."""
+    fig.canvas.draw()  # the limits and the transform are final now
+    scale = fig.dpi / 72
+    placed: list[tuple[float, float, float, float]] = []
+    points = [ax.transData.transform(a) for a in anchors]
+    for px, py in points:
+        placed.append((px - 6 * scale, py - 6 * scale, px + 6 * scale, py + 6 * scale))
+    out = []
+    for (px, py), text in zip(points, texts, strict=True):
+        w, h = (6.5 * len(text) + 2) * scale, 12 * scale
+        choice = OFFSETS[0]
+        for dx, dy in OFFSETS:
+            box = (px + dx * scale, py + dy * scale, px + dx * scale + w, py + dy * scale + h)
+            if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
+                choice = (dx, dy)
+                break
+        dx, dy = choice
+        placed.append((px + dx * scale, py + dy * scale, px + dx * scale + w, py + dy * scale + h))
+        out.append(choice)
+    return out
+
+
 def draw(result: RunResult, fmt: str) -> bytes:
     from matplotlib.lines import Line2D
 
@@ -52,26 +79,30 @@ def draw(result: RunResult, fmt: str) -> bytes:
     points = [(loss(run), run.totals.cost_usd) for run in result.runs]
     front = pareto_front(points)
     counts = key != STAND_IN[0]
+    groups = plot.merge_identical(names, points)  # runs at the same point: one point, one number
+    colours = plot.palette(len(groups))
+    best = winner(result)
     with plot.style():
-        fig, (ax,) = plot.figure(6.0)
+        fig, (ax,) = plot.figure(4.4 + 0.21 * (len(groups) + 1))
         ordered = sorted(front, key=lambda i: (points[i][0], points[i][1]))
         if len(ordered) > 1:
             ax.plot([points[i][0] for i in ordered], [float(points[i][1]) for i in ordered], color="#888888",
                     linewidth=5, alpha=0.35, solid_capstyle="round", zorder=1)
         handles: list = []
         texts: list[str] = []
-        for i, (x, y) in enumerate(points):
-            on = i in front
-            ax.scatter([x], [float(y)], s=110 if on else 80, marker="o", zorder=3, linewidths=2,
-                       color=plot.colour(i) if on else "#ffffff", edgecolors=plot.colour(i))
-            ax.annotate(str(i + 1), (x, float(y)), xytext=(7, 7), textcoords="offset points",
-                        fontsize=10, fontweight="bold", color=plot.colour(i))
-            handles.append(Line2D([], [], marker="o", linestyle="none", markersize=9, markeredgewidth=2,
-                                  markerfacecolor=plot.colour(i) if on else "#ffffff",
-                                  markeredgecolor=plot.colour(i)))
+        for g, (members, name) in enumerate(groups):
+            x, y = points[members[0]]
+            on = members[0] in front
+            star = best in members and len(result.runs) > 1
+            ax.scatter([x], [float(y)], s=150 if star else (110 if on else 80), marker="*" if star else "o",
+                       zorder=3, linewidths=2 if not star else 1, color=colours[g] if on else "#ffffff",
+                       edgecolors=colours[g] if not star else "#000000")
+            handles.append(Line2D([], [], marker="*" if star else "o", linestyle="none", markersize=11 if star else 9,
+                                  markeredgewidth=1 if star else 2, markerfacecolor=colours[g] if on else "#ffffff",
+                                  markeredgecolor="#000000" if star else colours[g]))
             value = f"{x:,.0f}" if counts or x != int(x) else f"{int(x):,}"
-            texts.append(f"{i + 1}  {short(names[i], 56)}: {money(y)}, {key.replace('_', ' ')} {value}"
-                         + ("  (on the Pareto front)" if on else ""))
+            texts.append(f"{g + 1}  {short(name, 64)}: {money(y)}, {key.replace('_', ' ')} {value}"
+                         + ("  (on the Pareto front)" if on else "") + ("  ★ cheapest" if star else ""))
         handles.append(Line2D([], [], color="#888888", linewidth=5, alpha=0.35))
         texts.append("Pareto front: filled points; hollow points are beaten on both axes")
         xmax = max((p[0] for p in points), default=1) or 1
@@ -83,7 +114,14 @@ def draw(result: RunResult, fmt: str) -> bytes:
         plot.thousands(ax.xaxis)
         plot.dollars(ax.yaxis)
         plot.titles(fig, "Policy comparison: cost against loss", result)
-        plot.legend_below(fig, handles, texts, 1)
+        plot.legend_below(fig, handles, texts, 1, fontsize=8.5)
+        anchors = [(points[m[0]][0], float(points[m[0]][1])) for m, _ in groups]
+        numbers = [str(g + 1) for g in range(len(groups))]
+        for g, ((dx, dy), anchor) in enumerate(zip(place_labels(ax, fig, anchors, numbers), anchors, strict=True)):
+            ax.annotate(numbers[g], anchor, xytext=(dx, dy), textcoords="offset points", fontsize=10,
+                        fontweight="bold", color=colours[g], zorder=5,
+                        arrowprops={"arrowstyle": "-", "color": colours[g], "linewidth": 0.6}
+                        if abs(dx) > 12 or abs(dy) > 15 else None)
         return plot.save(fig, fmt)
 
 
