@@ -80,7 +80,7 @@ def manifest(replayer: Replayer, trace_path: str) -> dict[str, Any]:
     r = replayer.resolved
     trace = replayer.trace
     tokenizer = replayer.sizer.counter.tokenizer
-    return {
+    out = {
         "ctxsim_version": __version__,
         "trace": {"name": trace.name, "path": trace_path, "digest": trace.digest,
                   "sessions": len(trace.sessions),
@@ -99,3 +99,7 @@ def manifest(replayer: Replayer, trace_path: str) -> dict[str, Any]:
         "assumption": "open-loop replay: the agent's recorded outputs are replayed unchanged whatever the policy does",
         "seed": None,
     }
+    notes = getattr(tokenizer, "notes", None)
+    if notes is not None and notes():  # only then: the artefact of any other trace keeps its bytes
+        out["tokenizer_notes"] = notes()
+    return out
