@@ -20,7 +20,11 @@ def convert_command(
     fmt: FormatOpt = None,
     skip_bad_lines: SkipOpt = False,
 ) -> None:
-    """Convert traces to ctxsim's native JSONL; replaying the result equals replaying the original."""
+    """Convert traces to ctxsim's native JSONL; replaying the result equals replaying the original.
+
+    The output is the trace itself, every text in it as recorded (not redacted): the one command exempt
+    from keeping trace content out of its output.
+    """
     import sys
 
     from ctxsim.fileio import atomic_write

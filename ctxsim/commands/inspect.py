@@ -19,6 +19,9 @@ FormatOpt = Annotated[Optional[str], typer.Option("--format", help="Trace format
 SkipOpt = Annotated[bool, typer.Option("--skip-bad-lines", help="Skip malformed lines (and say how many) instead of "
                                                                  "stopping at them.")]
 TokenizerOpt = Annotated[str, typer.Option(help="Tokenizer for the composition counts.")]
+IncludeContentOpt = Annotated[bool, typer.Option(
+    "--include-content", help="Also show the start of the largest tool results, secrets redacted (API keys, "
+    "tokens, private keys, passwords in URLs); without it no trace text is shown, only sizes, tools and ids.")]
 
 
 def read_inputs(traces: list[str], fmt: str | None, skip_bad_lines: bool):  # type: ignore[no-untyped-def]
@@ -51,6 +54,7 @@ def inspect_command(
     tokenizer: TokenizerOpt = "o200k_base",
     timeline: Annotated[bool, typer.Option("--timeline/--no-timeline", help="Show the per-request timeline.")] = True,
     largest: Annotated[int, typer.Option(help="How many of the largest tool results to list.")] = 10,
+    include_content: IncludeContentOpt = False,
 ) -> None:
     """What a trace recorded, no simulation: requests, tokens, cost, hit rate, context, composition, timeline."""
     from ctxsim.inspect import GROUPINGS, inspect_trace, tables
@@ -60,7 +64,7 @@ def inspect_command(
     if largest < 0:
         fail("--largest must not be negative")
     trace, report = read_inputs(traces, fmt, skip_bad_lines)
-    insp = inspect_trace(trace, report, tokenizer, largest)
+    insp = inspect_trace(trace, report, tokenizer, largest, include_content)
     if as_json:
         typer.echo(json.dumps(insp.to_json(by), indent=1, sort_keys=True, ensure_ascii=False))
         return
