@@ -46,7 +46,8 @@ def replay(
         fail("--every must be positive")
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, jobs)
-    result = replay_trace(trace or default_trace(), policy or ["none"], fmt=fmt, options=opts, show_progress=True)
+    result = replay_trace(trace or default_trace(), policy or ["none"], fmt=fmt, options=opts, show_progress=True,
+                          stream=True)  # a native file: one session at a time
     if output is not None:
         result.save(output)
     if as_json:

@@ -336,20 +336,144 @@ class _HashingStream(io.RawIOBase):
 
 def _read_native(stream: IO[bytes], path: str, skip_bad_lines: bool, file_report: FileReport
                  ) -> tuple[list[Session], str]:
-    """Native JSONL through its own reader; malformed lines listed first (or blanked when skipped)."""
-    from ctxsim.formats import native
+    """Native JSONL through its own reader; malformed lines listed first (or skipped when asked)."""
+    reading = NativeSessions(stream, path, skip_bad_lines, file_report)
+    sessions = list(reading)
+    return sessions, reading.digest
 
-    raw = stream.read()
-    lines = raw.splitlines(keepends=True)
-    source = Source(path, skip_bad_lines)
-    for number, line in enumerate(lines, start=1):
-        if line.strip() and source.decode(line, number) is None:
-            lines[number - 1] = b"\n"  # keeps the other lines' numbers
-    source.finish()
-    file_report.skipped_lines = [line for line, _ in source.bad_lines]
-    trace = native.read_stream(io.BytesIO(b"".join(lines)), path)
-    digest = "sha256:" + hashlib.sha256(raw).hexdigest()
-    return list(trace.sessions), digest
+
+class NativeSessions:
+    """The sessions of a native JSONL stream, read line by line and given out one at a time (memory: the
+    session being read, not the file). Malformed lines are collected as they pass (`Source`): at the end they
+    are an error listing them unless skipped, and that error comes before any error the native reader found
+    in a record (the rest of the file is still read for them). `digest` (SHA-256 of every byte) once read."""
+
+    def __init__(self, stream: IO[bytes], path: str, skip_bad_lines: bool, file_report: FileReport) -> None:
+        self.path = path
+        self.file_report = file_report
+        self._source = Source(path, skip_bad_lines)
+        self._hashing = _HashingStream(stream)
+        self._lines = io.BufferedReader(self._hashing, 1 << 16)
+        self.digest: str | None = None
+
+    def _records(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        decode = self._source.decode
+        for number, line in enumerate(self._lines, start=1):
+            if line.strip():
+                record = decode(line, number)
+                if record is not None:
+                    yield number, record
+
+    def __iter__(self) -> Iterator[Session]:
+        from ctxsim.formats import native
+
+        records = self._records()
+        try:
+            try:
+                yield from native.iter_sessions(records, self.path)
+            except TraceError:
+                for _ in records:  # the malformed lines after it, listed first as before
+                    pass
+                self._source.finish()
+                raise
+            self._source.finish()
+        except _READ_ERRORS as exc:
+            raise TraceError(self.path, None, f"cannot read the file ({exc})") from None
+        self.file_report.skipped_lines = [line for line, _ in self._source.bad_lines]
+        self.digest = self._hashing.digest
+
+
+@dataclass
+class SessionStream:
+    """One native trace file read as a stream of sessions (`stream_trace`): sessions in file order, their ids
+    made unique as `read_traces` makes them; `digest` and `report` are complete once the sessions are."""
+
+    name: str
+    reading: NativeSessions
+    report: FileReport
+
+    def __iter__(self) -> Iterator[Session]:
+        seen: dict[str, int] = {}
+        for session in self.reading:
+            n = seen.get(session.id, 0)
+            seen[session.id] = n + 1
+            yield session if n == 0 else replace(session, id=f"{session.id}-{n + 1}")
+        self.report.sessions = sum(seen.values())
+
+    def first_window(self) -> int | None:
+        """The `window` of the first session header that has one (None: none has), found by a scan of the
+        file that decodes only the lines that can be such a header (a second read, not a second parse)."""
+        from ctxsim.fileio import open_input
+
+        stream = open_input(self.reading.path)
+        try:
+            for line in stream:
+                if b'"window"' in line and b'"session"' in line:
+                    try:
+                        record = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(record, dict) and record.get("type") == "session" and record.get("window"):
+                        window = record["window"]
+                        return window if isinstance(window, int) and not isinstance(window, bool) else None
+        except _READ_ERRORS:
+            return None  # the reading itself says what is wrong
+        finally:
+            stream.close()
+        return None
+
+    @property
+    def digest(self) -> str:
+        if self.reading.digest is None:
+            raise CtxsimError(f"{self.reading.path}: the digest is known once every session is read")
+        return self.reading.digest
+
+
+def stream_trace(path: str, fmt: str | None = None, skip_bad_lines: bool = False) -> SessionStream | None:
+    """`path` as a stream of sessions when it is one native JSONL file (by `fmt` or by its first bytes);
+    None otherwise (a folder, stdin, another format: read it whole with `read_traces`). The stream reads what
+    `read_traces([path], fmt, skip_bad_lines)` reads, in the same order, one session at a time."""
+    from ctxsim.fileio import open_input
+
+    if path == "-" or os.path.isdir(path) or (fmt is not None and fmt != "native"):
+        return None
+    try:
+        head = _head(path)
+    except (CtxsimError, *_READ_ERRORS):
+        return None  # read_traces says what is wrong
+    if not head.strip():
+        return None
+    if fmt is None:
+        try:
+            if detect(path, head).name != "native":
+                return None
+        except CtxsimError:
+            return None
+    report = FileReport(path, "native")
+    stream = open_input(path)
+    return SessionStream(_stem(path), NativeSessions(_Closing(stream), path, skip_bad_lines, report), report)
+
+
+class _Closing(io.RawIOBase):
+    """A read-only stream that closes the one inside it at its end."""
+
+    def __init__(self, inner: IO[bytes]) -> None:
+        self._inner = inner
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._inner.read(len(buffer))
+        if not data:
+            self._inner.close()
+        n = len(data)
+        buffer[:n] = data
+        return n
+
+    def close(self) -> None:
+        self._inner.close()
+        super().close()
 
 
 # ---------------------------------------------------------------- one input
