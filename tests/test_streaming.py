@@ -123,3 +123,115 @@ def test_skipped_lines_stream_too(tmp_path):
     whole = replay_trace(str(path), ["none"], tokenizer="chars4", skip_bad_lines=True, jobs=1)
     streamed = replay_trace(str(path), ["none"], tokenizer="chars4", skip_bad_lines=True, stream=True)
     assert streamed.dumps() == whole.dumps()
+
+
+# ---------------------------------------------------------------- merged with main: calibration, the bill, rules
+
+
+def _with_usage_and_thinking(path: Path, usage: bool = True) -> Path:
+    """`_multi`'s sessions, each assistant message with thinking (claude-sonnet-4-5 drops earlier turns'
+    thinking: the provider rule is active) and, with `usage`, its recorded usage (some with cache reads)."""
+    _multi(path)
+    out = []
+    n = 0
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("type") == "message" and record.get("role") == "assistant":
+            n += 1
+            record["thinking"] = f"step {n}: weigh the options, then act on the rounding"
+            if usage:
+                prompt = 2_000 + 700 * n
+                record["usage"] = {"input_tokens": prompt, "cache_read_tokens": (prompt // 2) if n % 3 else 0,
+                                   "cache_write_tokens": 300, "output_tokens": 40 + n}
+        out.append(json.dumps(record))
+    path.write_text("".join(line + "\n" for line in out))
+    return path
+
+
+def _rules_and_bill(result) -> tuple[list[str], object]:
+    manifest = result.manifest
+    return manifest["provider_rules"], manifest["recorded"]
+
+
+def test_streamed_replay_with_usage_and_provider_rules_is_the_whole_replay(tmp_path):
+    trace = str(_with_usage_and_thinking(tmp_path / "used.jsonl"))
+    assert stream_trace(trace) is not None
+    assert stream_trace(trace, unless_usage=True) is None  # a calibration would need the whole trace
+    whole = replay_trace(trace, POLICIES, tokenizer="chars4", jobs=1, calibrate=False)
+    streamed = replay_trace(trace, POLICIES, tokenizer="chars4", stream=True, calibrate=False)
+    rules, bill = _rules_and_bill(whole)
+    assert rules and "claude-sonnet-4-5" in rules[0]  # the provider's rule applied ...
+    assert any(e.kind == "provider_drops_reasoning" for e in whole.runs[0].events)  # ... and it did something
+    assert bill is not None and bill["requests"] > 10 and "none" in bill  # the bill, over every session
+    assert whole.manifest["calibration"]["reason"].startswith("not asked")
+    streamed.save(tmp_path / "run.json")
+    assert (tmp_path / "run.json").read_text(encoding="utf-8") == whole.dumps()
+    # calibrating (the default of the CLI): read whole, so the stream's answer is the whole one
+    whole = replay_trace(trace, ["none"], tokenizer="chars4", jobs=1, calibrate=True)
+    streamed = replay_trace(trace, ["none"], tokenizer="chars4", stream=True, calibrate=True)
+    assert whole.manifest["calibration"]["applied"] is True
+    assert streamed.dumps() == whole.dumps()
+
+
+def test_streamed_replay_without_usage_calibrating_is_the_whole_replay(tmp_path):
+    trace = str(_with_usage_and_thinking(tmp_path / "bare.jsonl", usage=False))
+    assert stream_trace(trace, unless_usage=True) is not None  # nothing to fit: streamed
+    for calibrate in (True, False):
+        whole = replay_trace(trace, POLICIES, tokenizer="chars4", jobs=1, calibrate=calibrate)
+        streamed = replay_trace(trace, POLICIES, tokenizer="chars4", stream=True, calibrate=calibrate)
+        assert streamed.dumps() == whole.dumps()
+        rules, bill = _rules_and_bill(whole)
+        assert rules and bill is None
+    assert whole.manifest["calibration"]["reason"].startswith("not asked")
+    calibrated = replay_trace(trace, ["none"], tokenizer="chars4", stream=True, calibrate=True)
+    assert calibrated.manifest["calibration"] == {
+        "applied": False, "requests_with_usage": 0,
+        "reason": "no request recorded its usage: replayed with the default framing and no hidden prefix"}
+
+
+def test_a_usage_key_spelt_with_an_escape_is_not_streamed_past(tmp_path):
+    """The scan for usage is of bytes: a key written `"\\u0075sage"` is still usage, so the file is read whole."""
+    path = _with_usage_and_thinking(tmp_path / "escaped.jsonl")
+    path.write_text(path.read_text().replace('"usage"', '"\\u0075sage"'))
+    assert stream_trace(str(path), unless_usage=True) is None
+    bare = _with_usage_and_thinking(tmp_path / "bare.jsonl", usage=False)
+    assert stream_trace(str(bare), unless_usage=True) is not None
+
+
+def test_the_stream_keeps_the_input_limits(tmp_path):
+    """--max-line-bytes and --max-messages hold on the streamed path as on the whole one, with its messages."""
+    from ctxsim.fileio import Limits, input_limits, set_input_limits
+
+    trace = str(_multi(tmp_path / "multi.jsonl"))
+    messages = sum(len(s.messages) for s in read_traces([trace]).sessions)
+    longest = max(len(line) for line in Path(trace).read_bytes().splitlines())
+    saved = input_limits()
+    try:
+        for limits in (Limits(max_line_bytes=longest - 1), Limits(max_messages=messages - 1)):
+            set_input_limits(limits)
+            with pytest.raises(TraceError) as whole:
+                read_traces([trace])
+            with pytest.raises(TraceError) as streamed:
+                replay_trace(trace, ["none"], tokenizer="chars4", stream=True)
+            assert str(streamed.value) == str(whole.value)
+            assert "--max-line-bytes" in str(whole.value) or "--max-messages" in str(whole.value)
+    finally:
+        set_input_limits(saved)
+
+
+def test_the_cli_replay_calibrating_by_default_streams_the_same_run_json(tmp_path):
+    """`ctxsim replay -o` (calibrating by default) on a trace with no usage: the stream's run.json is the
+    bytes of the whole-trace calibrated replay's; with usage it is read whole, the fit applied."""
+    from typer.testing import CliRunner
+
+    from ctxsim.cli import app
+
+    for usage in (False, True):
+        trace = str(_with_usage_and_thinking(tmp_path / f"cli-{usage}.jsonl", usage=usage))
+        out = tmp_path / f"run-{usage}.json"
+        res = CliRunner().invoke(app, ["replay", trace, "-p", "none,clear:trigger=2000", "--tokenizer", "chars4",
+                                       "-o", str(out)])
+        assert res.exit_code == 0, res.output
+        whole = replay_trace(trace, ["none", "clear:trigger=2000"], tokenizer="chars4", jobs=1, calibrate=True)
+        assert out.read_text(encoding="utf-8") == whole.dumps()
+        assert whole.manifest["calibration"]["applied"] is usage
