@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from ctxsim.collector import gc_paused
 from ctxsim.counting import Framing, MessageSizer
 from ctxsim.engine import DEFAULT_RESERVE, PolicyRun, Replayer, Setup
 from ctxsim.errors import CtxsimError
-from ctxsim.formats import FileReport, read_traces
-from ctxsim.model import Trace
+from ctxsim.formats import FileReport, SessionStream, read_traces
+from ctxsim.model import Session, Trace
 from ctxsim.parallel import at_most, plan_jobs, run_ordered
 from ctxsim.params import as_dict
 from ctxsim.policies import replay_weight
 from ctxsim.policyspec import Choice, resolve
-from ctxsim.run import RunResult, add_recorded_gap, manifest
+from ctxsim.recorded import RecordedSum, calibration_entry, not_calibrated
+from ctxsim.run import RunResult, add_recorded_gap, manifest, recorded_block
 from ctxsim.tokens import DEFAULT, TokenCounter, get_tokenizer, label
 
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1", "google": "gemini-2.5-pro",
@@ -69,9 +70,32 @@ def replay_choices(trace: Trace, path: str, choices: Sequence[Choice], options: 
 
 def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Options,
                 providers: Sequence[str], progress: Callable[[int], None] | None) -> RunResult:
+    tasks = _tasks(trace, choices, options, providers)
+    requests = sum(s.requests for s in trace.sessions)
+    jobs = plan_jobs(options.jobs, len(tasks), requests * len(tasks))
+
+    def task(i: int) -> tuple[PolicyRun, list[str]]:
+        choice, _, replayer = tasks[i]
+        run = replayer.run(choice.policy, progress if jobs == 1 else None)
+        return run, sorted(replayer.pricer.notes)
+
+    def done(i: int, result: tuple[PolicyRun, list[str]]) -> None:
+        if progress is not None and jobs > 1:  # a worker's run arrives whole
+            progress(requests)
+
+    heaviest = sorted(range(len(tasks)), key=lambda i: -replay_weight(tasks[i][0].policy))
+    return _result(tasks, run_ordered(task, len(tasks), jobs, done, heaviest), path)
+
+
+_Task = tuple[Choice, "str | None", Replayer]
+
+
+def _tasks(trace: Trace, choices: Sequence[Choice], options: Options, providers: Sequence[str],
+           record: bool = True) -> list[_Task]:
+    """A replayer per set-up (one token memo per tokenizer), a task per choice (x provider)."""
     counters: dict[str, TokenCounter] = {}
     replayers: dict[tuple, Replayer] = {}
-    tasks: list[tuple[Choice, str | None, Replayer]] = []
+    tasks: list[_Task] = []
     targets: list[tuple[str | None, str | None]] = [(None, None)]
     if providers:
         targets = []
@@ -91,25 +115,18 @@ def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Opt
                 counter = counters.get(tokenizer)
                 if counter is None:
                     counter = counters[tokenizer] = TokenCounter(get_tokenizer(tokenizer))
-                replayer = replayers[key] = Replayer(trace, MessageSizer(counter, framing), setup)
+                replayer = replayers[key] = Replayer(trace, MessageSizer(counter, framing), setup, record=record)
             tasks.append((choice, provider, replayer))
-    requests = sum(s.requests for s in trace.sessions)
-    jobs = plan_jobs(options.jobs, len(tasks), requests * len(tasks))
+    return tasks
 
-    def task(i: int) -> tuple[PolicyRun, list[str]]:
-        choice, _, replayer = tasks[i]
-        run = replayer.run(choice.policy, progress if jobs == 1 else None)
-        return run, sorted(replayer.pricer.notes)
 
-    def done(i: int, result: tuple[PolicyRun, list[str]]) -> None:
-        if progress is not None and jobs > 1:  # a worker's run arrives whole
-            progress(requests)
-
-    heaviest = sorted(range(len(tasks)), key=lambda i: -replay_weight(tasks[i][0].policy))
+def _result(tasks: list[_Task], results: Sequence[tuple[PolicyRun, list[str]]], path: str,
+            recorded: RecordedSum | None = None) -> RunResult:
+    """The run artefact of finished tasks: each run labelled with its choice and set-up, price notes joined.
+    `recorded`: the recorded bill added up as the sessions streamed (else it is the replayed trace's)."""
     notes: set[str] = set()
     runs: list[PolicyRun] = []
-    for (choice, provider, replayer), (run, run_notes) in zip(tasks, run_ordered(task, len(tasks), jobs, done,
-                                                                                 heaviest)):
+    for (choice, provider, replayer), (run, run_notes) in zip(tasks, results, strict=True):
         notes.update(run_notes)
         run.policy["label"] = choice.label if provider is None else f"{choice.label} @ {provider}"
         if choice.preset is not None:
@@ -124,21 +141,33 @@ def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Opt
         runs.append(run)
     result = RunResult(manifest(tasks[0][2], path), runs)
     result.manifest["price_notes"] = sorted(notes)
+    if recorded is not None:
+        first = tasks[0][2]
+        result.manifest["recorded"] = recorded_block(recorded.result(), first.trace, first.pricer)
     add_recorded_gap(result)
     return result
 
 
 def replay_trace(path: str, policy_specs: Sequence[str], *, fmt: str | None = None,
                  providers: Sequence[str] = (), options: Options | None = None, show_progress: bool = False,
-                 **kwargs: object) -> RunResult:
+                 stream: bool = False, **kwargs: object) -> RunResult:
     """Read `path`, replay it under every policy spec, return the run artefact.
 
     With `show_progress`, a progress bar is drawn on stderr when it is a terminal (never on stdout).
+    With `stream`, a native JSONL file is read and replayed one session at a time (memory bounded by the
+    largest session, not the file; the runs go one after the other in this process): the same artefact.
     """
     opts = options or Options(**kwargs)  # type: ignore[arg-type]
     choices = resolve(policy_specs)  # bad specs fail before any work
     if not choices:
         raise CtxsimError("no policies to replay")
+    if stream and not providers:
+        from ctxsim.formats import stream_trace
+
+        # A calibration fits on the whole trace: streamed only when there is nothing to fit (no usage).
+        sessions = stream_trace(path, fmt, opts.skip_bad_lines, unless_usage=opts.calibrate)
+        if sessions is not None:
+            return _replay_stream(sessions, path, choices, opts, show_progress)
     reports: list[FileReport] = []
     trace = read_traces([path], fmt, skip_bad_lines=opts.skip_bad_lines, report=reports)
     calibration = None
@@ -150,8 +179,6 @@ def replay_trace(path: str, policy_specs: Sequence[str], *, fmt: str | None = No
                                                         reports=reports)  # skipped lines re-anchor the replay
         opts = replace(opts, framing=framing, hidden_prefix_tokens=setup.hidden_prefix_tokens)
     result = _replay(trace, path, choices, opts, providers, show_progress)
-    from ctxsim.recorded import calibration_entry, not_calibrated
-
     result.manifest["calibration"] = calibration_entry(trace, calibration) if opts.calibrate else not_calibrated()
     return result
 
@@ -166,3 +193,66 @@ def _replay(trace: Trace, path: str, choices: Sequence[Choice], opts: Options, p
         return replay_choices(trace, path, choices, opts, providers)
     with progress_bar(total, f"replaying {runs} run(s)") as advance:
         return replay_choices(trace, path, choices, opts, providers, advance)
+
+
+def _replay_stream(sessions: SessionStream, path: str, choices: Sequence[Choice], opts: Options,
+                   show_progress: bool) -> RunResult:
+    """`replay_choices` on a stream of sessions: each session is counted once per tokenizer, replayed under
+    every choice, then let go. The replayers' set-up (provider, model, window) comes from the first sessions
+    that name them, as `resolve` takes it from a whole trace: the sessions before those are held until then
+    (usually none: the first session names them)."""
+    from ctxsim.calibrate import MIN_REQUESTS
+    from ctxsim.engine import trace_model
+    from ctxsim.pricing import Pricer
+    from ctxsim.recorded import UsageCount
+    from ctxsim.render.progress import progress_bar
+
+    stream = iter(sessions)
+    held: list[Session] = []
+    window = sessions.first_window()  # the window resolve would take: the first session's that has one
+    for session in stream:
+        held.append(session)
+        if trace_model(Trace(sessions.name, tuple(held), "")) != (None, None):
+            break
+    # held: up to the first session naming the model or provider; an empty session after them carries the window
+    head = Trace(sessions.name, tuple(held) + ((Session(id="", window=window),) if window else ()), "")
+    runs = len(choices)
+    with gc_paused(), at_most(opts.jobs), progress_bar(None, f"replaying {runs} run(s)",
+                                                        enabled=None if show_progress else False) as advance:
+        tasks = _tasks(head, choices, opts, (), record=False)
+        replayers = list(dict.fromkeys(replayer for _, _, replayer in tasks))
+        counters = list(dict.fromkeys(replayer.sizer.counter for replayer in replayers))
+        states = [replayer.start() for _, _, replayer in tasks]
+        first = tasks[0][2].pricer  # the bill's fallback price, as `manifest` takes it (a copy: its own notes)
+        bill = RecordedSum(Pricer(first.provider, first.model))
+        usage = UsageCount()
+        count = messages = 0
+        for session in _chain(held, stream):
+            count += 1
+            messages += len(session.messages)
+            bill.add(session)
+            usage.add(session)
+            recorded = {id(replayer): replayer.recorded(session) for replayer in replayers}
+            for (choice, _, replayer), state in zip(tasks, states, strict=True):
+                replayer.run_session(session, recorded[id(replayer)], choice.policy, state, advance)
+            del recorded
+            for counter in counters:  # the next sessions hold other texts: keep no counts of this one's
+                counter.forget()
+            for replayer in replayers:
+                replayer.forget()
+        held.clear()
+        results = [(replayer.finish(choice.policy, state), sorted(replayer.pricer.notes))
+                   for (choice, _, replayer), state in zip(tasks, states, strict=True)]
+    result = _result(tasks, results, path, bill)
+    trace = result.manifest["trace"]
+    trace["digest"], trace["sessions"], trace["messages"] = sessions.digest, count, messages
+    if opts.calibrate and usage.requests >= MIN_REQUESTS:  # may_record_usage said there was none
+        raise CtxsimError(f"{path}: internal error: a streamed replay found usage to calibrate on")
+    result.manifest["calibration"] = usage.entry() if opts.calibrate else not_calibrated()
+    return result
+
+
+def _chain(held: list[Session], rest: Iterator[Session]) -> Iterator[Session]:
+    while held:
+        yield held.pop(0)
+    yield from rest

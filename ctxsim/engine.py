@@ -227,6 +227,7 @@ class _RunState:
     events: list[EventRecord] = field(default_factory=list)
     requests: int = 0
     composition: list[Snapshots] = field(default_factory=list)
+    rule: Policy | None = None  # the provider's prompt rules, in front of the policy (Replayer.start)
 
 
 class _Recorded(NamedTuple):
@@ -257,32 +258,55 @@ class _Ts:
 class Replayer:
     """Replays a trace under policies; shares one token memo across them."""
 
-    def __init__(self, trace: Trace, sizer: MessageSizer, setup: Setup | None = None) -> None:
+    def __init__(self, trace: Trace, sizer: MessageSizer, setup: Setup | None = None, *,
+                 record: bool = True) -> None:
+        """`record`: work out what the runs need of every session of `trace` now (else the caller hands
+        the sessions over one at a time: `recorded`, `run_session`, as a stream of sessions is replayed)."""
         self.trace = trace
         self.sizer = sizer
         self.setup = setup or Setup()
         self.resolved, self.pricer = resolve(trace, self.setup)
         self.pricers = Pricers(self.pricer, self.setup, trace_model(trace)[0])
-        self._session_pricers = [self.pricers.session(s) for s in trace.sessions]
+        self._session_pricers = [self.pricers.session(s) for s in trace.sessions] if record else []
         self.resolved = replace(self.resolved, models=priced_models(trace, self.pricers))
-        ts = _Ts()  # each distinct timestamp parsed once
+        self._ts = _Ts()  # each distinct timestamp parsed once
         # Every run appends the same recorded messages: what the engine needs of each (size,
         # content blocks, time, pinned, composition column) is worked out once, here, for all runs.
+        self._recorded: list[list[_Recorded]] = [self.recorded(s) for s in trace.sessions] if record else []
+
+    def recorded(self, session: Session) -> list[_Recorded]:
+        """What every run needs of each message of `session` (its texts counted in one batch first)."""
+        sizer = self.sizer
+        ts = self._ts
         pin = set(self.setup.pin_tools)
-        self._recorded: list[list[_Recorded]] = []
-        for session in trace.sessions:
-            sizer.prime(session)
-            self._recorded.append([
-                _Recorded(sizer.message(m), blocks(m), ts(m.ts) if m.ts else None,
+        sizer.prime(session)
+        return [_Recorded(sizer.message(m), blocks(m), ts(m.ts) if m.ts else None,
                           m.role == "system" or bool(m.extra.get("pinned")) or (m.role == "tool" and m.name in pin),
                           column_of(m))
-                for m in session.messages])
+                for m in session.messages]
+
+    def forget(self) -> None:
+        """Let go of what was kept for sessions already replayed (timestamps parsed)."""
+        self._ts = _Ts()
 
     def run(self, policy: Policy, progress: Callable[[int], None] | None = None) -> PolicyRun:
-        state = _RunState()
-        rule = self.provider_rule() if self.setup.provider_rules else None
+        state = self.start()
         for session, recorded, pricer in zip(self.trace.sessions, self._recorded, self._session_pricers, strict=True):
-            self._session(session, recorded, policy, state, progress, rule, pricer)
+            self._session(session, recorded, policy, state, progress, state.rule, pricer)
+        return self.finish(policy, state)
+
+    def start(self) -> _RunState:
+        """The state of a run whose sessions come one at a time (`run_session`, then `finish`): it holds the
+        run's own copy of the provider's rules (`provider_rule`), put in front of the policy in every session."""
+        return _RunState(rule=self.provider_rule() if self.setup.provider_rules else None)
+
+    def run_session(self, session: Session, recorded: list[_Recorded], policy: Policy, state: _RunState,
+                    progress: Callable[[int], None] | None = None) -> None:
+        self._session(session, recorded, policy, state, progress, state.rule, self.pricers.session(session))
+
+    def finish(self, policy: Policy, state: _RunState) -> PolicyRun:
+        # the models priced at so far: every session's once the last has run (streamed sessions add theirs)
+        self.resolved = replace(self.resolved, models=tuple(self.pricers.used) or (self.pricers.primary.model_id,))
         totals = Totals.of(state.rows, len(state.events), self.resolved.window, self.setup.output_reserve)
         return PolicyRun(effective(policy), state.rows, state.events, totals, Composition.of(state.composition))
 

@@ -25,6 +25,7 @@ from ctxsim.formats import FileReport
 from ctxsim.meter import percentile
 from ctxsim.model import Message, Session, Trace
 from ctxsim.pricing import Bill, Pricer, price_data_version
+from ctxsim.redact import preview
 from ctxsim.tokens import TokenCounter, get_tokenizer, label
 
 GROUPINGS = ("day", "session", "model")
@@ -221,7 +222,9 @@ def tool_of(message: Message) -> str | None:
 
 
 def inspect_trace(trace: Trace, files: list[FileReport] | None = None, tokenizer: str = "o200k_base",
-                  largest: int = 10) -> Inspection:
+                  largest: int = 10, include_content: bool = False) -> Inspection:
+    """What `trace` recorded. Trace content stays out unless `include_content`: the largest tool results are
+    listed by session, request, tool and size; with it, each also gets the start of its text, redacted."""
     counter = TokenCounter(get_tokenizer(tokenizer))
     sizer = MessageSizer(counter)
     prices = _Prices()
@@ -272,7 +275,7 @@ def inspect_trace(trace: Trace, files: list[FileReport] | None = None, tokenizer
                 entry["tokens"] += size
                 entry["carried"] += carried
                 results.append({"session": session.id, "after_request": seen, "tool": tool, "tokens": size,
-                                "preview": " ".join(message.content.split())[:70]})
+                                "message": message})
             for call in message.tool_calls:
                 by_tool[call.name]["calls"] += 1
             if message.role != "assistant":
@@ -342,10 +345,15 @@ def inspect_trace(trace: Trace, files: list[FileReport] | None = None, tokenizer
         notes.append(f"subagent {agent} ran (a Task call in its parent) but its file was not given: "
                      "its requests are not counted")
     results.sort(key=lambda x: (-x["tokens"], x["session"], x["after_request"]))
+    results = results[:largest]
+    for r in results:
+        text = r.pop("message").content
+        if include_content:
+            r["preview"] = preview(text, 70)
     jumps.sort(key=lambda x: (-abs(x["growth_tokens"]), x["request"]))
     composition = Composition(
         label(counter.tokenizer), dict(by_role), dict(sorted(by_tool.items(), key=lambda kv: -kv[1]["carried"])),
-        results[:largest],
+        results,
         {"median": percentile(growth, 50), "p90": percentile(growth, 90), "max": max(growth, default=0),
          "min": min(growth, default=0)},
         jumps[:5])
@@ -430,9 +438,11 @@ def tables(insp: Inspection, by: str | None = None, timeline: bool = True) -> tu
                                _share(v["tokens"], tool_tokens), _n(v["carried"])]
                               for tool, v in c.by_tool.items()]))
     if c.largest_results:
-        out.append(TableData("largest tool results", ["session", "after req", "tool", "tokens", "starts with"],
-                             [[r["session"][-24:], _n(r["after_request"]), r["tool"], _n(r["tokens"]), r["preview"]]
-                              for r in c.largest_results], left=3))
+        content = any("preview" in r for r in c.largest_results)  # --include-content: the redacted start
+        out.append(TableData("largest tool results", ["session", "after req", "tool", "tokens"]
+                             + (["starts with (redacted)"] if content else []),
+                             [[r["session"][-24:], _n(r["after_request"]), r["tool"], _n(r["tokens"])]
+                              + ([r.get("preview", "")] if content else []) for r in c.largest_results], left=3))
     if c.largest_jumps:
         out.append(TableData(
             f"prompt growth per request: median {c.growth['median']:+,}, p90 {c.growth['p90']:+,}, "

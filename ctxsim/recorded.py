@@ -138,14 +138,33 @@ def recorded_of(trace: Trace, fallback: Any = None) -> Recorded | None:
 
     `fallback` (a Pricer) prices requests whose own model has no price (or names none).
     """
-    from ctxsim.pricing import Bill
-
-    pricers = _Pricers(fallback)
-    requests = inputs = reads = writes = writes_1h = outputs = peak = unpriced = 0
-    cost = Decimal(0)
-    total = sum(s.requests for s in trace.sessions)
-    covered: list[tuple[Session, Decimal]] = []
+    bill = RecordedSum(fallback)
     for session in trace.sessions:
+        bill.add(session)
+    return bill.result()
+
+
+class RecordedSum:
+    """`recorded_of` added up session by session (a trace read as a stream): `add` each session in order,
+    then `result()` is what `recorded_of` of the whole trace is. Holds sums, not sessions."""
+
+    def __init__(self, fallback: Any = None) -> None:
+        self.pricers = _Pricers(fallback)
+        self.total = 0  # every request of the trace
+        # per request (the messages' usage)
+        self.requests = self.inputs = self.reads = self.writes = self.writes_1h = self.outputs = 0
+        self.peak = self.unpriced = 0
+        self.cost = Decimal(0)
+        self.covered: list[tuple[Decimal | None, Decimal]] = []  # (session's own cost, ctxsim's price of it)
+        # else the sessions' recorded run totals
+        self.run_requests = self.run_inputs = self.run_outputs = self.run_unpriced = 0
+        self.run_cost = Decimal(0)
+        self.run_covered: list[tuple[Decimal | None, Decimal]] = []
+
+    def add(self, session: Session) -> None:
+        from ctxsim.pricing import Bill
+
+        self.total += session.requests
         mine = Decimal(0)
         seen = False
         for m in session.messages:
@@ -153,64 +172,60 @@ def recorded_of(trace: Trace, fallback: Any = None) -> Recorded | None:
                 continue
             u = m.usage
             seen = True
-            requests += 1
-            inputs += u.input_tokens
-            reads += u.cache_read_tokens
-            writes += u.cache_write_tokens
-            writes_1h += u.cache_write_1h_tokens
-            outputs += u.output_tokens
-            peak = max(peak, u.input_tokens)
-            pricer = pricers.get(session.provider, m.model or session.model)
+            self.requests += 1
+            self.inputs += u.input_tokens
+            self.reads += u.cache_read_tokens
+            self.writes += u.cache_write_tokens
+            self.writes_1h += u.cache_write_1h_tokens
+            self.outputs += u.output_tokens
+            self.peak = max(self.peak, u.input_tokens)
+            pricer = self.pricers.get(session.provider, m.model or session.model)
             if pricer is None:
-                unpriced += 1
+                self.unpriced += 1
                 continue
             mine += pricer.cost(Bill(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens,
                                      u.cache_write_1h_tokens, u.output_tokens), m.ts_s if m.ts else None)
+        own = own_cost(session) if seen else None
         if seen:
-            covered.append((session, mine))
-            cost += mine
-    if requests:
-        return Recorded(PER_REQUEST, requests, total, inputs, reads, writes, writes_1h, outputs, peak, cost,
-                        unpriced, *_own(covered))
-    return _from_run_totals(trace, pricers, total)
+            self.covered.append((own, mine))
+            self.cost += mine
+        if self.requests:  # the run totals are used only when no message recorded usage
+            self.run_covered.clear()
+            return
+        totals = session.extra.get("recorded_totals") or {}
+        if not isinstance(totals, dict) or totals.get("input_tokens") is None:
+            return
+        sent, received = int(totals["input_tokens"]), int(totals.get("output_tokens") or 0)
+        calls = int(totals.get("requests") or session.requests)
+        self.run_requests += calls
+        self.run_inputs += sent
+        self.run_outputs += received
+        pricer = self.pricers.get(session.provider, session.model)
+        priced = Decimal(0)
+        if pricer is None:
+            self.run_unpriced += calls
+        else:
+            priced = pricer.cost(Bill(sent, output_tokens=received), None)
+        self.run_cost += priced
+        self.run_covered.append((own_cost(session), priced))
+
+    def result(self) -> Recorded | None:
+        if self.requests:
+            return Recorded(PER_REQUEST, self.requests, self.total, self.inputs, self.reads, self.writes,
+                            self.writes_1h, self.outputs, self.peak, self.cost, self.unpriced, *_own(self.covered))
+        if not self.run_covered:
+            return None
+        return Recorded(RUN_TOTALS, self.run_requests, self.total, self.run_inputs, None, None, None,
+                        self.run_outputs, None, self.run_cost, self.run_unpriced, *_own(self.run_covered))
 
 
-def _own(covered: list[tuple[Session, Decimal]]) -> tuple[Decimal | None, int, int, Decimal | None]:
+def _own(covered: list[tuple[Decimal | None, Decimal]]) -> tuple[Decimal | None, int, int, Decimal | None]:
     """(own cost, sessions that record it, sessions covered, ctxsim's price of those sessions)."""
-    known = [(c, priced) for c, priced in ((own_cost(s), priced) for s, priced in covered) if c is not None]
+    known = [(c, priced) for c, priced in covered if c is not None]
     if not known:
         return None, 0, len(covered), None
     return (sum((c for c, _ in known), Decimal(0)), len(known), len(covered),
             sum((p for _, p in known), Decimal(0)))
-
-
-def _from_run_totals(trace: Trace, pricers: _Pricers, total: int) -> Recorded | None:
-    from ctxsim.pricing import Bill
-
-    requests = inputs = outputs = unpriced = 0
-    cost = Decimal(0)
-    covered: list[tuple[Session, Decimal]] = []
-    for session in trace.sessions:
-        totals = session.extra.get("recorded_totals") or {}
-        if not isinstance(totals, dict) or totals.get("input_tokens") is None:
-            continue
-        sent, received = int(totals["input_tokens"]), int(totals.get("output_tokens") or 0)
-        calls = int(totals.get("requests") or session.requests)
-        requests += calls
-        inputs += sent
-        outputs += received
-        pricer = pricers.get(session.provider, session.model)
-        mine = Decimal(0)
-        if pricer is None:
-            unpriced += calls
-        else:
-            mine = pricer.cost(Bill(sent, output_tokens=received), None)
-        cost += mine
-        covered.append((session, mine))
-    if not covered:
-        return None
-    return Recorded(RUN_TOTALS, requests, total, inputs, None, None, None, outputs, None, cost, unpriced,
-                    *_own(covered))
 
 
 # ---------------------------------------------------------------- none against the bill
@@ -307,10 +322,20 @@ def calibration_entry(trace: Trace, calibration: Any) -> dict[str, Any]:
     """What run.json records of the calibration: the fit and its quality, or why there is none."""
     if calibration is not None:
         return {"applied": True, **calibration.to_json()}
-    from ctxsim.calibrate import MIN_REQUESTS
-
-    n = excluded = 0
+    usage = UsageCount()
     for session in trace.sessions:
+        usage.add(session)
+    return usage.entry()
+
+
+class UsageCount:
+    """The requests that recorded usage, counted session by session (a trace read as a stream)."""
+
+    def __init__(self) -> None:
+        self.requests = 0  # assistant messages with usage
+        self.excluded = 0  # of those, the first after a compaction (the fit leaves them out)
+
+    def add(self, session: Session) -> None:
         compacted = any(e.name == "compaction" for e in session.events)
         index = 0
         for m in session.messages:
@@ -318,18 +343,24 @@ def calibration_entry(trace: Trace, calibration: Any) -> dict[str, Any]:
                 continue
             index += 1
             if m.usage is not None and m.usage.input_tokens > 0:
-                n += 1
-                excluded += compacted and index == 1  # its prompt holds a summary whose call is not logged
-    usable = n - excluded
-    if n == 0:
-        reason = "no request recorded its usage: replayed with the default framing and no hidden prefix"
-    elif usable < MIN_REQUESTS:
-        reason = (f"too few points: {usable} usable request(s) with recorded usage"
-                  + (f" (plus {excluded} first after a compaction, which the fit leaves out)" if excluded else "")
-                  + f", {MIN_REQUESTS} needed for a fit")
-    else:
-        reason = f"no fit from the {usable} requests with usage (degenerate): replayed raw"
-    return {"applied": False, "reason": reason, "requests_with_usage": n}
+                self.requests += 1
+                self.excluded += compacted and index == 1  # its prompt holds a summary whose call is not logged
+
+    def entry(self) -> dict[str, Any]:
+        """`calibration_entry` when there was no fit."""
+        from ctxsim.calibrate import MIN_REQUESTS
+
+        n, excluded = self.requests, self.excluded
+        usable = n - excluded
+        if n == 0:
+            reason = "no request recorded its usage: replayed with the default framing and no hidden prefix"
+        elif usable < MIN_REQUESTS:
+            reason = (f"too few points: {usable} usable request(s) with recorded usage"
+                      + (f" (plus {excluded} first after a compaction, which the fit leaves out)" if excluded else "")
+                      + f", {MIN_REQUESTS} needed for a fit")
+        else:
+            reason = f"no fit from the {usable} requests with usage (degenerate): replayed raw"
+        return {"applied": False, "reason": reason, "requests_with_usage": n}
 
 
 def not_calibrated() -> dict[str, Any]:

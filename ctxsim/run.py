@@ -93,7 +93,8 @@ class RunResult:
         return marker.sub(lambda m: packed[int(m.group(1))], text) + "\n"
 
     def save(self, path: str | Path, force: bool = False) -> None:
-        """Write run.json atomically; a symlink or special file at `path` is refused unless `force`."""
+        """Write `dumps()` atomically; a symlink or special file at `path` is refused unless `force`. (The
+        columnar artefact is a few bytes a request: built whole, it stays small beside the trace.)"""
         text = self.dumps()
         with atomic_write(path, force=force) as out:
             out.write(text)
@@ -131,7 +132,7 @@ def manifest(replayer: Replayer, trace_path: str) -> dict[str, Any]:
     r = replayer.resolved
     trace = replayer.trace
     tokenizer = replayer.sizer.counter.tokenizer
-    return {
+    out = {
         "ctxsim_version": __version__,
         "trace": {"name": trace.name, "path": trace_path, "digest": trace.digest,
                   "sessions": len(trace.sessions),
@@ -153,13 +154,22 @@ def manifest(replayer: Replayer, trace_path: str) -> dict[str, Any]:
         "assumption": "open-loop replay: the agent's recorded outputs are replayed unchanged whatever the policy does",
         "seed": None,
     }
+    notes = getattr(tokenizer, "notes", None)
+    if notes is not None and notes():  # only then: the artefact of any other trace keeps its bytes
+        out["tokenizer_notes"] = notes()
+    return out
 
 
 def recorded_json(trace: Any, pricer: Any) -> dict[str, Any] | None:
     """The trace's recorded bill (ctxsim.recorded), None when it recorded no usage."""
     from ctxsim.recorded import recorded_of
 
-    recorded = recorded_of(trace, pricer)
+    return recorded_block(recorded_of(trace, pricer), trace, pricer)
+
+
+def recorded_block(recorded: Any, trace: Any, pricer: Any) -> dict[str, Any] | None:
+    """The manifest's `recorded` entry of a recorded bill (None: none); `trace`: (at least) the sessions up to
+    the first that names its provider or model, whose own pricing the bill is compared with."""
     if recorded is None:
         return None
     from ctxsim.engine import Setup, own_models, resolve

@@ -230,3 +230,76 @@ def test_scored_keeps_what_its_history_bounds_not_what_the_session_evicted(trace
     live = len(policy._history)
     assert evicted > 5 * live  # the session evicted far more than the history ever holds
     assert kept <= 2 * live
+
+
+# ---------------------------------------------------------------- text a policy counts and reads
+
+@dataclass
+class TextTally:
+    on: bool = False
+    chars: int = 0
+
+
+TEXT = TextTally()
+
+
+class CountingCounter(TokenCounter):
+    """A token counter that adds up the characters it is asked about while TEXT.on is set: each costs a
+    hash of the text for the memo at least, and a count when the text is new."""
+
+    def count(self, text: str) -> int:
+        if TEXT.on:
+            TEXT.chars += len(text)
+        return super().count(text)
+
+
+def text_of(trace: Trace, spec: str, monkeypatch: pytest.MonkeyPatch) -> Reads:
+    """Per request, the characters a policy has counted and the summarizer has scanned for marker lines."""
+    import ctxsim.summarizers.extractive as extractive
+
+    scan = extractive._markers
+
+    def markers(text: str, stop_at_notes: bool) -> Any:
+        if TEXT.on:
+            TEXT.chars += len(text)
+        return scan(text, stop_at_notes)
+
+    monkeypatch.setattr(extractive, "_markers", markers)
+    policy = resolve([spec])[0].policy
+    reads = Reads()
+    for stage in getattr(policy, "stages", None) or (policy,):
+        inner = stage.decide
+
+        def counted(ctx: Any, _inner: Any = inner) -> Any:
+            before = TEXT.chars
+            TEXT.on = True
+            try:
+                return _inner(ctx)
+            finally:
+                TEXT.on = False
+                reads.add(ctx.request, TEXT.chars - before)
+
+        stage.decide = counted
+    engine.Replayer(trace, MessageSizer(CountingCounter(get_tokenizer("chars4"))), engine.Setup()).run(policy)
+    return reads
+
+
+# A compaction's summary keeps every USER and DECISION line (seed 000's semantics), so it grows through the
+# session; with a low trigger it soon holds more than the trigger and the policy compacts at every request.
+# Counted or scanned whole each time, that is O(session) per request: 186 s on a 49 MB trace.
+LONG_SESSION_SPECS = ["compact:trigger=6000,compact_above=4000,clear_at_least=2000,keep_recent=6",
+                      "ctxkit:trigger=6000,compact_above=4000,clear_at_least=2000"]
+
+
+@pytest.mark.parametrize("spec", LONG_SESSION_SPECS)
+def test_compact_counts_and_scans_only_new_text_when_its_summary_grows(spec, traces, monkeypatch):
+    """Each compaction counts and scans about as much text on the long trace as on the short one (linear:
+    the same per compaction; it compacts more often on the long one, at most requests). Before the summary
+    was taken over piece by piece, the largest request here counted 16x as much at 4x the turns."""
+    small = text_of(traces[SMALL], spec, monkeypatch)
+    big = text_of(traces[BIG], spec, monkeypatch)
+    acted = {name: sum(1 for n in reads.per_request.values() if n) for name, reads in (("small", small), ("big", big))}
+    assert acted["big"] > BIG / 3, acted  # the regime in question: it compacts at a third of the requests or more
+    assert big.most <= 2 * max(small.most, 1000), (spec, small.most, big.most)
+    per_small, per_big = small.total / acted["small"], big.total / acted["big"]
+    assert per_big <= 2 * per_small, (spec, per_small, per_big)

@@ -25,7 +25,11 @@ def convert_command(
     max_input_bytes: MaxInputBytesOpt = None,
     max_messages: MaxMessagesOpt = None,
 ) -> None:
-    """Convert traces to ctxsim's native JSONL; replaying the result equals replaying the original."""
+    """Convert traces to ctxsim's native JSONL; replaying the result equals replaying the original.
+
+    The output is the trace itself, every text in it as recorded (not redacted): the one command exempt
+    from keeping trace content out of its output.
+    """
     import sys
 
     from ctxsim.fileio import atomic_write, check_output

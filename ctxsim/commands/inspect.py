@@ -18,6 +18,9 @@ FormatOpt = Annotated[Optional[str], typer.Option("--format", help="Trace format
 SkipOpt = Annotated[bool, typer.Option("--skip-bad-lines", help="Skip malformed lines (and say how many) instead of "
                                                                  "stopping at them.")]
 TokenizerOpt = Annotated[str, typer.Option(help="Tokenizer for the composition counts.")]
+IncludeContentOpt = Annotated[bool, typer.Option(
+    "--include-content", help="Also show the start of the largest tool results, secrets redacted (API keys, "
+    "tokens, private keys, passwords in URLs); without it no trace text is shown, only sizes, tools and ids.")]
 
 
 def read_inputs(traces: list[str], fmt: str | None, skip_bad_lines: bool):  # type: ignore[no-untyped-def]
@@ -67,6 +70,7 @@ def inspect_command(
     max_line_bytes: MaxLineBytesOpt = None,
     max_input_bytes: MaxInputBytesOpt = None,
     max_messages: MaxMessagesOpt = None,
+    include_content: IncludeContentOpt = False,
 ) -> None:
     """What a trace recorded, no simulation: requests, tokens, cost, hit rate, context, composition, timeline;
     with --by, --since/--until, --breaks or no path: accounting across every session, file by file."""
@@ -85,7 +89,7 @@ def inspect_command(
     from ctxsim.inspect import inspect_trace, tables
 
     trace, report = read_inputs(traces, fmt, skip_bad_lines)
-    insp = inspect_trace(trace, report, tokenizer, largest)
+    insp = inspect_trace(trace, report, tokenizer, largest, include_content)
     if as_json:
         from ctxsim.cache_breaks import breaks_json, breaks_of
 

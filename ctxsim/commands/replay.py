@@ -62,7 +62,8 @@ def replay(
         from ctxsim.fileio import check_output
 
         check_output(output, [source, *spec_files(specs)], force)
-    result = replay_trace(source, specs, fmt=fmt, options=opts, show_progress=True)
+    result = replay_trace(source, specs, fmt=fmt, options=opts, show_progress=True,
+                          stream=True)  # a native file: one session at a time
     if output is not None:
         result.save(output, force)
     if as_json:

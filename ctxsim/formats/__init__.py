@@ -378,24 +378,182 @@ class _HashingStream(io.RawIOBase):
 
 def _read_native(stream: IO[bytes], path: str, skip_bad_lines: bool, file_report: FileReport, limits: Limits
                  ) -> tuple[list[Session], str]:
-    """Native JSONL through its own reader; malformed lines listed first (or blanked when skipped)."""
-    from ctxsim.fileio import HashingReader
-    from ctxsim.formats import native
+    """Native JSONL through its own reader; malformed lines listed first (or skipped when asked)."""
+    reading = NativeSessions(stream, path, skip_bad_lines, file_report, limits)
+    sessions = list(reading)
+    return sessions, reading.digest
 
-    reader = HashingReader(stream, limits.max_line_bytes)
-    source = Source(path, skip_bad_lines, limits.max_line_bytes, strict=True)
-    lines: list[bytes] = []
-    for number, line in enumerate(reader, start=1):
-        if line is None:
-            source.bad_lines.append((number, source.too_long()))
-            line = b"\n"
-        elif line.strip() and source.decode(line, number) is None:
-            line = b"\n"  # keeps the other lines' numbers
-        lines.append(line)
-    source.finish()
-    file_report.skipped_lines = [line for line, _ in source.bad_lines]
-    trace = native.read_stream(io.BytesIO(b"".join(lines)), path, limits.max_line_bytes)
-    return list(trace.sessions), reader.digest
+
+class NativeSessions:
+    """The sessions of a native JSONL stream, read line by line and given out one at a time (memory: the
+    session being read, not the file). Malformed lines are collected as they pass (`Source`): at the end they
+    are an error listing them unless skipped, and that error comes before any error the native reader found
+    in a record (the rest of the file is still read for them). `digest` (SHA-256 of every byte) once read."""
+
+    def __init__(self, stream: IO[bytes], path: str, skip_bad_lines: bool, file_report: FileReport,
+                 limits: Limits | None = None, *, budget: bool = False, close: bool = False) -> None:
+        """`limits` (default: those in force) bound a line (an over-long one is never held whole, `HashingReader`)
+        and, with `budget` (a stream read on its own, not within `read_traces`), the messages of the file;
+        `close`: the stream is closed once read."""
+        from ctxsim.fileio import HashingReader
+
+        limits = limits or input_limits()
+        self.path = path
+        self.file_report = file_report
+        self._stream = stream
+        self._close = close
+        self._source = Source(path, skip_bad_lines, limits.max_line_bytes, strict=True)
+        self._reader = HashingReader(stream, limits.max_line_bytes)
+        self._budget = _MessageBudget(limits.max_messages) if budget else None
+        if self._budget is not None:
+            self._budget.path = path
+        self.digest: str | None = None
+
+    def _records(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        source = self._source
+        decode = source.decode
+        for number, line in enumerate(self._reader, start=1):
+            if line is None:  # over --max-line-bytes: a malformed line, never held whole
+                source.bad_lines.append((number, source.too_long()))
+            elif line.strip():
+                record = decode(line, number)
+                if record is not None:
+                    yield number, record
+
+    def _count(self, line: int | None) -> None:
+        budget = self._budget
+        assert budget is not None
+        budget.count += 1
+        if budget.count > budget.limit:
+            raise TraceError(budget.path, line, f"more than --max-messages ({budget.limit:,}) messages; pass a "
+                                                "larger --max-messages to read this trace")
+
+    def __iter__(self) -> Iterator[Session]:
+        from ctxsim.formats import native
+
+        records = self._records()
+        count = self._count if self._budget is not None else count_message
+        try:
+            try:
+                yield from native.iter_sessions(records, self.path, count)
+            except TraceError:
+                for _ in records:  # the malformed lines after it, listed first as before
+                    pass
+                self._source.finish()
+                raise
+            self._source.finish()
+        except _READ_ERRORS as exc:
+            raise TraceError(self.path, None, f"cannot read the file ({exc})") from None
+        finally:
+            if self._close:
+                self._stream.close()
+        self.file_report.skipped_lines = [line for line, _ in self._source.bad_lines]
+        self.digest = self._reader.digest
+
+
+@dataclass
+class SessionStream:
+    """One native trace file read as a stream of sessions (`stream_trace`): sessions in file order, their ids
+    made unique as `read_traces` makes them; `digest` and `report` are complete once the sessions are."""
+
+    name: str
+    reading: NativeSessions
+    report: FileReport
+
+    def __iter__(self) -> Iterator[Session]:
+        seen: dict[str, int] = {}
+        for session in self.reading:
+            n = seen.get(session.id, 0)
+            seen[session.id] = n + 1
+            yield session if n == 0 else replace(session, id=f"{session.id}-{n + 1}")
+        self.report.sessions = sum(seen.values())
+
+    def first_window(self) -> int | None:
+        """The `window` of the first session header that has one (None: none has), found by a scan of the
+        file that decodes only the lines that can be such a header (a second read, not a second parse)."""
+        from ctxsim.fileio import open_input
+
+        stream = open_input(self.reading.path)
+        try:
+            for line in stream:
+                if b'"window"' in line and b'"session"' in line:
+                    try:
+                        record = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(record, dict) and record.get("type") == "session" and record.get("window"):
+                        window = record["window"]
+                        return window if isinstance(window, int) and not isinstance(window, bool) else None
+        except _READ_ERRORS:
+            return None  # the reading itself says what is wrong
+        finally:
+            stream.close()
+        return None
+
+    @property
+    def digest(self) -> str:
+        if self.reading.digest is None:
+            raise CtxsimError(f"{self.reading.path}: the digest is known once every session is read")
+        return self.reading.digest
+
+
+def stream_trace(path: str, fmt: str | None = None, skip_bad_lines: bool = False, *,
+                 unless_usage: bool = False) -> SessionStream | None:
+    """`path` as a stream of sessions when it is one native JSONL file (by `fmt` or by its first bytes);
+    None otherwise (a folder, stdin, another format: read it whole with `read_traces`). The stream reads what
+    `read_traces([path], fmt, skip_bad_lines)` reads, in the same order, one session at a time, under the
+    same limits (a line, the input, `--max-messages`). `unless_usage`: None too when the file may record
+    usage (`may_record_usage`): a calibration needs the whole trace."""
+    from ctxsim.fileio import open_input
+
+    if path == "-" or os.path.isdir(path) or (fmt is not None and fmt != "native"):
+        return None
+    try:
+        head = _head(path)
+    except (CtxsimError, *_READ_ERRORS):
+        return None  # read_traces says what is wrong
+    if not head.strip():
+        return None
+    if fmt is None:
+        try:
+            if detect(path, head).name != "native":
+                return None
+        except CtxsimError:
+            return None
+    if unless_usage and may_record_usage(path):
+        return None
+    report = FileReport(path, "native")
+    stream = open_input(path)
+    reading = NativeSessions(stream, path, skip_bad_lines, report, budget=True, close=True)
+    return SessionStream(_stem(path), reading, report)
+
+
+# The JSON string "usage", each letter as itself or as its \u escape (a key may be spelt so: "\u0075sage").
+_USAGE_KEY = re.compile(rb'"(?:u|\\u0075)(?:s|\\u0073)(?:a|\\u0061)(?:g|\\u0067)(?:e|\\u0065)"')
+_USAGE_KEY_BYTES = 2 + 5 * 6
+
+
+def may_record_usage(path: str) -> bool:
+    """Whether a native file may hold a message's `usage`, by a scan of its bytes (no parse): False only when
+    the string "usage" appears nowhere, however it is spelt; unsure (a read error) is True."""
+    from ctxsim.fileio import open_input
+
+    try:
+        stream = open_input(path)
+        try:
+            tail = b""
+            while True:
+                chunk = stream.read(1 << 20)
+                if not chunk:
+                    return False
+                window = tail + chunk
+                if _USAGE_KEY.search(window) is not None:
+                    return True
+                tail = window[-(_USAGE_KEY_BYTES - 1):]
+        finally:
+            stream.close()
+    except (CtxsimError, *_READ_ERRORS):
+        return True
 
 
 # ---------------------------------------------------------------- one input

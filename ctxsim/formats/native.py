@@ -8,7 +8,7 @@ same bytes. Every problem is reported as `file:line: what is wrong`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import IO, Any
 
@@ -299,33 +299,49 @@ def iter_records(lines: Iterable[bytes | None], path: str) -> Iterator[tuple[int
         yield number, record
 
 
-def read_stream(stream: IO[bytes], path: str, max_line_bytes: int | None = None) -> Trace:
-    reader = HashingReader(stream, max_line_bytes)
-    stem = path.rsplit("/", 1)[-1].split(".", 1)[0] or "session"
-    builders: list[_SessionBuilder] = []
-    for number, record in iter_records(reader, path):
+def stem_of(path: str) -> str:
+    """What a session without an id is named after: the file name up to its first dot."""
+    return path.rsplit("/", 1)[-1].split(".", 1)[0] or "session"
+
+
+def iter_sessions(records: Iterable[tuple[int, dict[str, Any]]], path: str,
+                  count: Callable[[int | None], None] = count_message) -> Iterator[Session]:
+    """The sessions of decoded records, each as soon as it ends (at the next session header or the end),
+    so that a file of any number of sessions is read holding one session at a time. `count` is told of
+    every message (its line): `--max-messages`."""
+    stem = stem_of(path)
+    builder: _SessionBuilder | None = None
+    done = 0  # sessions yielded
+    for number, record in records:
         check = _Checker(path, number)
         kind = record.get("type")
         if kind is None:
             raise check.fail("field 'type' is missing (expected session, message or event)")
         if kind == "session":
-            builders.append(_SessionBuilder(_header(check, record), True, number))
+            header = _header(check, record)
+            if builder is not None:  # a second session: the first ones are named stem-1, stem-2 ...
+                done += 1
+                yield builder.build(f"{stem}-{done}")
+            builder = _SessionBuilder(header, True, number)
             continue
-        if not builders:
-            builders.append(_SessionBuilder({}, False, None))
+        if builder is None:
+            builder = _SessionBuilder({}, False, None)
         if kind == "message":
-            count_message(number)
-            builders[-1].messages.append(_message(check, record, builders[-1]))
+            count(number)
+            builder.messages.append(_message(check, record, builder))
         elif kind == "event":
-            builders[-1].events.append(_event(check, record, builders[-1]))
+            builder.events.append(_event(check, record, builder))
         else:
             raise check.fail(f"unknown record type {kind!r} (expected session, message or event)")
-    if not builders:
+    if builder is None:
         raise TraceError(path, None, "empty trace: no sessions and no messages")
-    sessions = tuple(
-        b.build(stem if len(builders) == 1 else f"{stem}-{i + 1}") for i, b in enumerate(builders)
-    )
-    return Trace(name=stem, sessions=sessions, digest=reader.digest)
+    yield builder.build(stem if done == 0 else f"{stem}-{done + 1}")
+
+
+def read_stream(stream: IO[bytes], path: str, max_line_bytes: int | None = None) -> Trace:
+    reader = HashingReader(stream, max_line_bytes)
+    sessions = tuple(iter_sessions(iter_records(reader, path), path))
+    return Trace(name=stem_of(path), sessions=sessions, digest=reader.digest)
 
 
 def read(path: str) -> Trace:

@@ -34,7 +34,7 @@ notes when a `notes` stage keeps a notes file for the session (`include_notes`).
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -44,6 +44,7 @@ from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
 from ctxsim.policies.recent import replace_with
 from ctxsim.summarizers import Summarizer, TurnClock, make_summarizer, run_summarizer, turn_clock
+from ctxsim.summarizers.extractive import Block
 from ctxsim.summarizers.llm import INSTRUCTIONS
 
 SUMMARY_TAGS = frozenset({"summary"})
@@ -144,10 +145,86 @@ def summarise_items(ctx: Context, summarizer: Summarizer, clock: TurnClock, item
                                     input_tokens=input_tokens)
     message = Message("summary", text)
     if modelled is None:  # written offline (extractive): nothing to meter
-        return Summary(history.item(message, -1, inserted=True, tags=tags), None)
+        tokens = layout_tokens(ctx, summarizer, message)
+        return Summary(history.item(message, -1, tokens=tokens, inserted=True, tags=tags), None)
     framing = ctx.size(Message("summary", ""))
     item = history.item(message, -1, tokens=framing + modelled, inserted=True, tags=tags)
     return Summary(item, SideCall("summarize", input_tokens, modelled, note))
+
+
+def _measure(ctx: Context) -> tuple[object, Callable[[str], int], Callable[[int], int]] | None:
+    """How the sizer counts a summary's text, as (key, measure of a piece, tokens of the pieces' sum), when
+    that count adds up over the pieces of an extractive summary (cut after a newline, before a marker word):
+    an exact BPE whose cuts there are exact (ctxsim.tokens.bpe), or chars4 / bytes4 (characters, bytes)."""
+    sizer = getattr(ctx.size, "__self__", None)
+    counter = getattr(sizer, "counter", None)
+    framing = getattr(sizer, "framing", None)
+    tokenizer = getattr(counter, "tokenizer", None)
+    if counter is None or framing is None or framing.scale != 1.0:
+        return None
+    if getattr(tokenizer, "_known_split", False):
+        return counter, counter.count, _same
+    name = getattr(tokenizer, "name", None)
+    if name == "chars4" and not getattr(tokenizer, "exact", True):
+        return "chars", len, _quarter
+    if name == "bytes4" and not getattr(tokenizer, "exact", True):
+        return "bytes", _utf8_len, _quarter
+    return None
+
+
+def _same(n: int) -> int:
+    return n
+
+
+def _quarter(n: int) -> int:
+    return -(-n // 4)
+
+
+def _utf8_len(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def layout_tokens(ctx: Context, summarizer: Summarizer, message: Message) -> int | None:
+    """The tokens of an extractive summary the summarizer just wrote, sized piece by piece: the USER and
+    DECISION lines it took over from the summary before keep that one's size, only the new lines are
+    counted. So a compaction costs what is new, not the whole summary (which keeps every USER and DECISION
+    line, as in seed 000, and so grows through a session). None: size it whole (another tokenizer, a scaled
+    framing, or not the text the summarizer wrote last)."""
+    layout = getattr(summarizer, "layout", None)
+    if layout is None or layout.text is not message.content:
+        return None
+    measured = _measure(ctx)
+    if measured is None:
+        return None
+    key, measure, tokens = measured
+    total = sum(map(measure, layout.head))
+    blocks = [b for b in (layout.users, layout.decisions) if b is not None]
+    for block in blocks:
+        total += _block_size(block, key, measure)
+    total += sum(map(measure, layout.rest))
+    # The tail starts with the newline of the blank line, and "...\n" + "\nCurrent notes:" is not a place
+    # where the count adds up ("\n\n" is one pre-token): the last body line is counted with that newline,
+    # the tail from the notes line on.
+    last = layout.rest[-1] if layout.rest else _last_line(blocks[-1].text) if blocks else layout.head[-1]
+    total += measure(last + "\n") - measure(last) + measure(layout.tail[1:])
+    return ctx.size(Message("summary", "")) + tokens(total)
+
+
+def _last_line(text: str) -> str:
+    return text[text.rfind("\n", 0, len(text) - 1) + 1:]
+
+
+def _block_size(block: Block, key: object, measure: Callable[[str], int]) -> int:
+    size = block.sizes.get(key)
+    if size is None:
+        base = block.base
+        if base is not None and key in base.sizes:
+            size = base.sizes[key] + sum(map(measure, block.added))
+        else:
+            size = measure(block.text)
+        block.sizes[key] = size
+    block.base = None  # sized: its base is no longer needed
+    return size
 
 
 class SessionClock:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ctxsim.model import Message, ToolCall
@@ -96,6 +97,62 @@ def _touch(table: dict[str, Any], key: str, value: Any) -> None:
     table[key] = value
 
 
+class Block:
+    """Marker lines of one kind that a summary only ever adds to (USER, DECISION), each ending in a newline.
+
+    A summary takes over the lines of the one before it and adds the new ones, so the block of the new
+    summary is the old block's text with the new lines after it (`base` and `added`). Whoever sizes the
+    summary keeps the old block's size in `sizes` and adds the size of the new lines only; once sized, a
+    block lets go of its base.
+    """
+
+    __slots__ = ("text", "base", "added", "sizes")
+
+    def __init__(self, base: Block | None, added: list[str]) -> None:
+        self.text = (base.text if base is not None else "") + "".join(added)
+        # a base never sized is not kept: a chain of unsized blocks would keep every old summary alive
+        self.base = base if base is not None and base.base is None else None
+        self.added = added  # the lines added to `base`, each with its newline (all of them without a base)
+        if base is not None and self.base is None:
+            self.added = [self.text]
+        self.sizes: dict[object, int] = {}  # measure -> size of `text`
+
+
+@dataclass
+class Layout:
+    """How the text of the summary written last is put together, for sizing it piece by piece.
+
+    text == "".join(parts in order): `head` (the header and TASK lines), `users`, `decisions` (Blocks or
+    None), `rest` (the TODO, ERROR and FILE lines) and `tail` (the blank line, the notes line and the notes).
+    Every line of the body ends in a newline; `tail` starts with the second newline of the blank line.
+    """
+
+    text: str
+    head: list[str]
+    users: Block | None
+    decisions: Block | None
+    rest: list[str]
+    tail: str
+
+
+@dataclass
+class _Taken:
+    """What reading a summary this summarizer wrote gives (the facts its lines carry), so that the next
+    summary that takes it over starts from there instead of reading it again: O(new messages) per summary."""
+
+    text: str
+    span: tuple[int, int] | None  # its header's turns
+    task: str
+    users: Block | None
+    decisions: Block | None
+    todos: dict[str, None]
+    errors: dict[str, int | None]
+    files: dict[str, str]
+
+
+KEEP_TAKEN = 8  # summaries whose facts are kept for taking over
+
+
 class ExtractiveSummarizer:
     name = "extractive"
 
@@ -104,6 +161,10 @@ class ExtractiveSummarizer:
             raise ValueError("max_errors and max_files must not be negative")
         self.max_errors = max_errors
         self.max_files = max_files
+        # the facts of the summaries written last, newest last (a policy may leave its newest summary
+        # unused, when it is not smaller than what it would replace, and take over an older one next)
+        self._taken: dict[int, _Taken] = {}
+        self.layout: Layout | None = None  # how the summary written last is put together
 
     def summarize(self, messages: Sequence[Message], notes: str = "", *,
                   turns: Sequence[int | None] | None = None,
@@ -119,8 +180,22 @@ class ExtractiveSummarizer:
         files: dict[str, str] = {}
         first: int | None = None  # the span of turns covered: the lowest and the highest seen
         last: int | None = None
+        user_base: Block | None = None  # the USER and DECISION lines of the summary taken over, if any
+        decision_base: Block | None = None
+        start = 0
+        taken = self._taken.get(id(messages[0].content)) if messages and messages[0].role == "summary" else None
+        if taken is not None and messages[0].content is taken.text:
+            # The summary this summarizer wrote last comes first: its facts are known, it is not read again.
+            # (Reading it gives exactly these: each of its lines is MARKER + one fact with no newline.)
+            first = last = turns[0]
+            if taken.span is not None:
+                first, last = taken.span
+            task = taken.task
+            user_base, decision_base = taken.users, taken.decisions
+            todos, errors, files = dict(taken.todos), dict(taken.errors), dict(taken.files)
+            start = 1
 
-        for message, turn in zip(messages, turns, strict=True):
+        for message, turn in zip(messages[start:], turns[start:], strict=True):
             role = message.role
             lo = hi = turn
             if role == "summary":
@@ -152,18 +227,8 @@ class ExtractiveSummarizer:
                         users.append(text)
                     elif kind == "DECISION":
                         decisions.append(stamp + text)
-                    elif kind == "TODO":
-                        todos[text] = None
-                    elif kind == "DONE":
-                        todos.pop(text, None)
-                    elif kind == "ERROR":
-                        seen = SEEN.fullmatch(text)
-                        if seen:
-                            _touch(errors, seen.group(1), int(seen.group(2)))
-                        else:
-                            _touch(errors, text, own)
-                    elif kind == "FILE":
-                        _touch(files, file_key(text), text)
+                    else:
+                        _fact(kind, text, own, todos, errors, files)
             elif role == "tool":
                 for error in error_lines(message.content):
                     _touch(errors, error, turn)
@@ -174,19 +239,68 @@ class ExtractiveSummarizer:
                     for path in paths_in_arguments(call.arguments):
                         _touch(files, path, f"{path}, last {tool}{when}")
 
-        lines = [_header(first, last)]
+        head = [_header(first, last) + "\n"]
         if task:
-            lines.append(f"TASK: {task}")
-        lines += [f"USER: {u}" for u in users]
-        lines += [f"DECISION: {d}" for d in decisions]
-        lines += [f"TODO: {t}" for t in todos]
+            head.append(f"TASK: {task}\n")
+        user_block = _block(user_base, [f"USER: {u}\n" for u in users])
+        decision_block = _block(decision_base, [f"DECISION: {d}\n" for d in decisions])
+        rest = [f"TODO: {t}\n" for t in todos]
         kept_errors = list(errors.items())[-self.max_errors:] if self.max_errors else []
         for error, seen_turn in kept_errors:
-            lines.append(f"ERROR: {error} (last seen turn {seen_turn})" if seen_turn is not None else f"ERROR: {error}")
+            rest.append(f"ERROR: {error} (last seen turn {seen_turn})\n" if seen_turn is not None
+                        else f"ERROR: {error}\n")
         kept_files = list(files.values())[-self.max_files:] if self.max_files else []
-        lines += [f"FILE: {f}" for f in kept_files]
-        lines += ["", NOTES_LINE, notes.strip() or "(empty)"]
-        return "\n".join(lines)
+        rest += [f"FILE: {f}\n" for f in kept_files]
+        tail = f"\n{NOTES_LINE}\n{notes.strip() or '(empty)'}"
+        text = "".join(head) + (user_block.text if user_block else "") + (decision_block.text if decision_block
+                                                                           else "") + "".join(rest) + tail
+        self.layout = Layout(text, head, user_block, decision_block, rest, tail)
+        facts = self._facts(text, first, last, task, user_block, decision_block, rest)
+        self._taken[id(text)] = facts
+        while len(self._taken) > KEEP_TAKEN:
+            del self._taken[next(iter(self._taken))]
+        return text
+
+    def _facts(self, text: str, first: int | None, last: int | None, task: str, users: Block | None,
+               decisions: Block | None, rest: list[str]) -> _Taken:
+        """What reading `text` (just written) would give: TASK, USER and DECISION lines give back the facts
+        written (one line each, no newline in any), the few TODO, ERROR and FILE lines are read as a summary's."""
+        if last is not None:
+            span: tuple[int, int] | None = (first if first is not None else 1, last)
+        else:  # "Summary of earlier turns": a later line may look like a header
+            header = HEADER.search(text)
+            span = (int(header.group(1)), int(header.group(2))) if header else None
+        todos: dict[str, None] = {}
+        errors: dict[str, int | None] = {}
+        files: dict[str, str] = {}
+        for line in rest:
+            match = MARKER.fullmatch(line[:-1])
+            if match:
+                _fact(match.group(1), match.group(2), None, todos, errors, files)
+        return _Taken(text, span, task, users, decisions, todos, errors, files)
+
+
+def _block(base: Block | None, added: list[str]) -> Block | None:
+    if not added:
+        return base
+    return Block(base, added)
+
+
+def _fact(kind: str, text: str, own: int | None, todos: dict[str, None], errors: dict[str, int | None],
+          files: dict[str, str]) -> None:
+    """A TODO, DONE, ERROR or FILE marker line's fact, taken into the tables."""
+    if kind == "TODO":
+        todos[text] = None
+    elif kind == "DONE":
+        todos.pop(text, None)
+    elif kind == "ERROR":
+        seen = SEEN.fullmatch(text)
+        if seen:
+            _touch(errors, seen.group(1), int(seen.group(2)))
+        else:
+            _touch(errors, text, own)
+    elif kind == "FILE":
+        _touch(files, file_key(text), text)
 
 
 def _header(first: int | None, last: int | None) -> str:

@@ -78,6 +78,10 @@ class TokenCounter:
             n = self._memo[text] = self.tokenizer.count_batch([text])[0]
         return n
 
+    def forget(self) -> None:
+        """Let go of every count kept (a stream of sessions: those already replayed are not met again)."""
+        self._memo = {"": 0}
+
     @property
     def distinct_texts(self) -> int:
         return len(self._memo) - 1
