@@ -27,8 +27,7 @@ from typing import Any
 
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import FileReport, read_traces
-from ctxsim.inspect import Totals, _Prices
-from ctxsim.meter import percentile
+from ctxsim.inspect import Totals, _Prices, totals_of
 from ctxsim.model import Session, Trace
 from ctxsim.pricing import Bill
 
@@ -289,27 +288,7 @@ def group(charges: list[Charge], by: str, tz: tzinfo) -> dict[str, Totals]:
 
 
 def totals(charges: Iterable[Charge]) -> Totals:
-    t = Totals()
-    contexts = []
-    for c in charges:
-        t.requests += 1
-        if not c.has_usage:
-            continue
-        t.requests_with_usage += 1
-        t.input_tokens += c.input_tokens
-        t.cache_write_5m_tokens += c.cache_write_tokens
-        t.cache_write_1h_tokens += c.cache_write_1h_tokens
-        t.cache_read_tokens += c.cache_read_tokens
-        t.uncached_tokens += c.input_tokens - c.cache_read_tokens - c.cache_write_tokens - c.cache_write_1h_tokens
-        t.output_tokens += c.output_tokens
-        if c.cost_usd is None:
-            t.unpriced_requests += 1
-        else:
-            t.cost_usd += c.cost_usd
-        contexts.append(c.input_tokens)
-    t.peak_context_tokens = max(contexts, default=0)
-    t.p95_context_tokens = percentile(contexts, 95)
-    return t
+    return totals_of(charges)
 
 
 def tz_name(tz: tzinfo) -> str:

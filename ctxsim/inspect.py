@@ -15,6 +15,7 @@ tool results, and the growth of the recorded prompt from one request to the next
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -90,10 +91,12 @@ class Totals:
         return out
 
 
-def totals_of(requests: list[Request]) -> Totals:
-    t = Totals(requests=len(requests))
+def totals_of(requests: Iterable[Any]) -> Totals:
+    """The totals of recorded responses: `Request`s, or any records with the same usage fields (accounting's)."""
+    t = Totals()
     contexts = []
     for r in requests:
+        t.requests += 1
         if not r.has_usage:
             continue
         t.requests_with_usage += 1
@@ -101,7 +104,7 @@ def totals_of(requests: list[Request]) -> Totals:
         t.cache_write_5m_tokens += r.cache_write_tokens
         t.cache_write_1h_tokens += r.cache_write_1h_tokens
         t.cache_read_tokens += r.cache_read_tokens
-        t.uncached_tokens += r.uncached_tokens
+        t.uncached_tokens += r.input_tokens - r.cache_read_tokens - r.cache_write_tokens - r.cache_write_1h_tokens
         t.output_tokens += r.output_tokens
         if r.cost_usd is None:
             t.unpriced_requests += 1

@@ -40,6 +40,7 @@ from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
 from ctxsim.policies.recent import close_drop, drop_splices, replace_with, units
 from ctxsim.policies.truncate import first_line
+from ctxsim.tokens.bpe import SPLIT_PATTERNS
 
 SUMMARY_HEAD = "[Summary of {count} earlier messages]"
 MEMORY_STUB = "[memory chunk dropped: {tool} returned {tokens:,} tokens]"
@@ -128,17 +129,11 @@ def summary_text(messages: Sequence[Message], line_chars: int) -> str:
     return "\n".join(summary_parts(messages, line_chars)[0])
 
 
-# Split patterns (tiktoken's, for o200k_base and cl100k_base) under which a text's token count is the sum of
-# the counts of its pieces when it is cut just after a newline that a "-" follows: no pre-token reaches across
-# such a cut (a newline only ever continues a pre-token with more newlines, "/" or whitespace).
-_ADDITIVE_AT_NEWLINE_DASH = frozenset({
-    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
-    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*"
-    "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-    "'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}++|\\p{N}{1,3}+| ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*+"
-    "|\\s++$|\\s*[\\r\\n]|\\s+(?!\\S)|\\s",
-})
+# The split patterns (tiktoken's, for o200k_base and cl100k_base) under which a text's token count is the sum
+# of the counts of its pieces when it is cut just after a newline that a "-" follows: no pre-token reaches
+# across such a cut (a newline only ever continues a pre-token with more newlines, "/" or whitespace). The
+# same two patterns the long-text counter's cut rule was checked for.
+_ADDITIVE_AT_NEWLINE_DASH = SPLIT_PATTERNS
 
 
 @dataclass(frozen=True, slots=True)
