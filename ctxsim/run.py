@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from ctxsim import __version__
@@ -74,30 +75,45 @@ class RunResult:
 
     def dumps(self) -> str:
         """Indented JSON with sorted keys, each data column (and composition row list) on one line."""
-        data = self.to_json()
-        packed: list[str] = []
+        return "".join(self._chunks())
 
-        def pack(value: Any) -> str:
-            packed.append(json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
-            return f"\x00{len(packed) - 1}\x00"
+    def save(self, path: str | Path, force: bool = False) -> None:
+        """Write `dumps()` (the same bytes) piece by piece: each column's JSON is made only when it is written,
+        so a long trace's artefact never sits in memory whole. Written atomically; a symlink or special file at
+        `path` is refused unless `force`."""
+        with atomic_write(path, force=force) as out:
+            for chunk in self._chunks():
+                out.write(chunk)
+
+    def _chunks(self) -> Iterator[str]:
+        """The artefact's text in pieces: the indented tree, with each column packed on one line where its
+        place-holder stands (a column's JSON is made as its piece is reached, then let go)."""
+        data = self.to_json()
+        columns: list[Any] = []
+
+        def mark(value: Any) -> str:
+            columns.append(value)
+            return f"\x00{len(columns) - 1}\x00"
 
         for run in data["runs"]:
             for key in ("rows", "events"):
-                run[key]["values"] = [pack(col) for col in run[key]["values"]]
+                run[key]["values"] = [mark(col) for col in run[key]["values"]]
             if "composition" in run:
                 block = run["composition"]
-                block["requests"] = pack(block["requests"])
-                block["tokens"] = pack(block["tokens"])
-        text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False)
-        marker = re.compile(r'"\\u0000(\d+)\\u0000"')
-        return marker.sub(lambda m: packed[int(m.group(1))], text) + "\n"
+                block["requests"] = mark(block["requests"])
+                block["tokens"] = mark(block["tokens"])
 
-    def save(self, path: str | Path, force: bool = False) -> None:
-        """Write `dumps()` atomically; a symlink or special file at `path` is refused unless `force`. (The
-        columnar artefact is a few bytes a request: built whole, it stays small beside the trace.)"""
-        text = self.dumps()
-        with atomic_write(path, force=force) as out:
-            out.write(text)
+        def packed(match: re.Match[str]) -> str:
+            i = int(match.group(1))
+            text = json.dumps(columns[i], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+            columns[i] = None
+            return text
+
+        marker = re.compile(r'"\\u0000(\d+)\\u0000"')
+        # a place-holder is a string value: the encoder gives it out inside one piece, never split
+        for chunk in json.JSONEncoder(indent=1, sort_keys=True, ensure_ascii=False).iterencode(data):
+            yield marker.sub(packed, chunk) if "\\u0000" in chunk else chunk
+        yield "\n"
 
     @classmethod
     def load(cls, path: str | Path) -> RunResult:
