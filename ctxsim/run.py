@@ -8,11 +8,13 @@ events are stored as columns (schema ctxsim.run/2); ctxsim.run/1 artefacts
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
-from collections.abc import Iterator
 from typing import Any
 
 from ctxsim import __version__
@@ -20,7 +22,7 @@ from ctxsim.composition import Composition
 from ctxsim.engine import PolicyRun, Replayer
 from ctxsim.errors import CtxsimError
 from ctxsim.fileio import atomic_write
-from ctxsim.meter import EventRecord, Row, Totals
+from ctxsim.meter import EventRecord, Row, Totals, _field_names
 from ctxsim.params import as_dict
 from ctxsim.pricing import price_data_latest_change, price_data_version
 from ctxsim.tokens import label
@@ -33,9 +35,17 @@ SCHEMAS = ("ctxsim.run/1", "ctxsim.run/2")  # read both; write the newest
 
 
 def _columns(records: list[Any], cls: type) -> dict[str, Any]:
-    from ctxsim.meter import _field_names, to_columns
+    from ctxsim.meter import to_columns
 
     return {"columns": list(_field_names(cls)), "values": to_columns(records, cls)}
+
+
+def _column(records: list[Any], name: str) -> list[Any]:
+    """One field of `records` as `to_columns` gives it (money as text)."""
+    from ctxsim.meter import MONEY_FIELDS
+
+    values = list(map(attrgetter(name), records))
+    return list(map(str, values)) if name in MONEY_FIELDS else values
 
 
 def _records(block: Any, cls: type) -> list[Any]:
@@ -58,6 +68,25 @@ class RunResult:
     runs: list[PolicyRun] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
+        return self._tree(None)
+
+    def _tree(self, mark: Callable[[Callable[[], Any]], str] | None) -> dict[str, Any]:
+        """The artefact as JSON data; with `mark`, each data column (and composition row list) is a
+        place-holder standing for a function that makes it (`_chunks`)."""
+
+        def block(records: list[Any], cls: type) -> dict[str, Any]:
+            if mark is None:
+                return _columns(records, cls)
+            return {"columns": list(_field_names(cls)),
+                    "values": [mark(functools.partial(_column, records, name)) for name in _field_names(cls)]}
+
+        def composition(run: PolicyRun) -> dict[str, Any]:
+            out = run.composition.to_json()  # type: ignore[union-attr]
+            if mark is not None:
+                for key in ("requests", "tokens"):
+                    out[key] = mark(functools.partial(lambda value: value, out[key]))
+            return out
+
         return {
             "schema": SCHEMA,
             "manifest": self.manifest,
@@ -65,9 +94,9 @@ class RunResult:
                 {
                     "policy": run.policy,
                     "totals": run.totals.to_json(),
-                    "rows": _columns(run.rows, Row),
-                    "events": _columns(run.events, EventRecord),
-                    **({"composition": run.composition.to_json()} if run.composition is not None else {}),
+                    "rows": block(run.rows, Row),
+                    "events": block(run.events, EventRecord),
+                    **({"composition": composition(run)} if run.composition is not None else {}),
                 }
                 for run in self.runs
             ],
@@ -87,27 +116,20 @@ class RunResult:
 
     def _chunks(self) -> Iterator[str]:
         """The artefact's text in pieces: the indented tree, with each column packed on one line where its
-        place-holder stands (a column's JSON is made as its piece is reached, then let go)."""
-        data = self.to_json()
-        columns: list[Any] = []
+        place-holder stands (a column is made, encoded and let go as its piece is reached)."""
+        makers: list[Callable[[], Any] | None] = []
 
-        def mark(value: Any) -> str:
-            columns.append(value)
-            return f"\x00{len(columns) - 1}\x00"
+        def mark(make: Callable[[], Any]) -> str:
+            makers.append(make)
+            return f"\x00{len(makers) - 1}\x00"
 
-        for run in data["runs"]:
-            for key in ("rows", "events"):
-                run[key]["values"] = [mark(col) for col in run[key]["values"]]
-            if "composition" in run:
-                block = run["composition"]
-                block["requests"] = mark(block["requests"])
-                block["tokens"] = mark(block["tokens"])
+        data = self._tree(mark)
 
         def packed(match: re.Match[str]) -> str:
             i = int(match.group(1))
-            text = json.dumps(columns[i], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-            columns[i] = None
-            return text
+            make = makers[i]
+            makers[i] = None
+            return json.dumps(make(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))  # type: ignore[misc]
 
         marker = re.compile(r'"\\u0000(\d+)\\u0000"')
         # a place-holder is a string value: the encoder gives it out inside one piece, never split
