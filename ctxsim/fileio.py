@@ -358,19 +358,24 @@ def _input_clash(out: Path, inputs: Sequence[str | Path]) -> str | None:
     return None
 
 
+def _through_link(out: Path, force: bool, real: str, forced: str) -> tuple[Path, os.stat_result | None]:
+    """`out` and its lstat, or, for a symlink (refused unless `force`), what it points to and its lstat."""
+    st = _lstat(out)
+    if st is None or not stat.S_ISLNK(st.st_mode):
+        return out, st
+    if not force:
+        raise CtxsimError(f"{out}: is a symbolic link (to {os.readlink(out)}); refusing to replace it: give the "
+                          f"{real}, or {FORCE_HINT} {forced}")
+    target = Path(os.path.realpath(out))
+    return target, _lstat(target)
+
+
 def check_output(path: str | Path, inputs: Sequence[str | Path] = (), force: bool = False) -> Path:
     """Refuse an output file that would lose data (an input, a symlink, a device/FIFO/socket) unless
     `force`, and one that cannot be written; announce it as pending. Returns it as a Path."""
     _empty(path)
     out = Path(path)
-    st = _lstat(out)
-    target = out
-    if st is not None and stat.S_ISLNK(st.st_mode):
-        if not force:
-            raise CtxsimError(f"{out}: is a symbolic link (to {os.readlink(out)}); refusing to replace it: give the "
-                              f"real path, or {FORCE_HINT} to write to what it points to")
-        target = Path(os.path.realpath(out))
-        st = _lstat(target)
+    target, st = _through_link(out, force, "real path", "to write to what it points to")
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise CtxsimError(f"{out}: is a folder, expected a file")
     if st is not None and not stat.S_ISREG(st.st_mode) and not force:
@@ -393,14 +398,7 @@ def check_folder(path: str | Path, inputs: Sequence[str | Path] = (), force: boo
     current folder or one above it; one that cannot be written. Announce it as pending."""
     _empty(path)
     out = Path(path)
-    st = _lstat(out)
-    target = out
-    if st is not None and stat.S_ISLNK(st.st_mode):
-        if not force:
-            raise CtxsimError(f"{out}: is a symbolic link (to {os.readlink(out)}); refusing to replace it: give the "
-                              f"real folder, or {FORCE_HINT} to replace the folder it points to")
-        target = Path(os.path.realpath(out))
-        st = _lstat(target)
+    target, st = _through_link(out, force, "real folder", "to replace the folder it points to")
     real = os.path.realpath(target)
     if st is not None and not stat.S_ISDIR(st.st_mode):
         raise CtxsimError(f"{out}: exists and is not a folder")
