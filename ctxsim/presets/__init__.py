@@ -38,6 +38,16 @@ class Preset:
 _REGISTRY: Registry[Preset] = Registry("preset", __name__, "ctxsim.presets")
 
 
+def version_key(text: str | None) -> tuple[int, ...]:
+    """A product version (`2.1.5`, `0.104.0-alpha.1`) as numbers to compare: its leading numeric parts."""
+    parts = []
+    for piece in (text or "").split("-", 1)[0].split("."):
+        if not piece.isdigit():
+            break
+        parts.append(int(piece))
+    return tuple(parts)
+
+
 def register(preset: Preset) -> None:
     _REGISTRY.add(preset.name, preset, preset.module)
 

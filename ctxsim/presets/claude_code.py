@@ -25,7 +25,7 @@ time-based microcompact, and the cache read of the summarising request (ctxsim m
 uncached).
 """
 
-from ctxsim.presets import Preset, register
+from ctxsim.presets import Preset, register, version_key
 
 WINDOW = 200_000  # the window the measured thresholds were seen at
 # (first version, headroom below the window, source): newest last
@@ -38,20 +38,11 @@ THRESHOLDS: tuple[tuple[str, int, str], ...] = (
 HEADROOM = THRESHOLDS[0][1]
 
 
-def _version(text: str | None) -> tuple[int, ...]:
-    parts = []
-    for piece in (text or "").split("-", 1)[0].split("."):
-        if not piece.isdigit():
-            break
-        parts.append(int(piece))
-    return tuple(parts)
-
-
 def for_version(version: str | None) -> tuple[str, int, str]:
     """(policy spec, headroom tokens, source) of the preset as the given Claude Code version behaves."""
     chosen = THRESHOLDS[0]
     for entry in THRESHOLDS:
-        if _version(version) >= _version(entry[0]):
+        if version_key(version) >= version_key(entry[0]):
             chosen = entry
     headroom = chosen[1]
     spec = "claude-code" if headroom == HEADROOM else \

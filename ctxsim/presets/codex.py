@@ -17,7 +17,7 @@ Not modelled: remote compaction through `/responses/compact` (the summarising re
 like any other) and dropping the oldest item when the compaction request itself overflows.
 """
 
-from ctxsim.presets import Preset, register
+from ctxsim.presets import Preset, register, version_key
 
 # (first version, compact at this fraction of the window, source): newest last
 THRESHOLDS: tuple[tuple[str, float, str], ...] = (
@@ -27,22 +27,13 @@ THRESHOLDS: tuple[tuple[str, float, str], ...] = (
 COMPACT_AT = THRESHOLDS[-1][1]
 
 
-def _version(text: str | None) -> tuple[int, ...]:
-    parts = []
-    for piece in (text or "").split("-", 1)[0].split("."):
-        if not piece.isdigit():
-            break
-        parts.append(int(piece))
-    return tuple(parts)
-
-
 def for_version(version: str | None) -> tuple[str, float, str]:
     """(policy spec, compact_at, source) of the preset as the given Codex version behaves (newest if unknown)."""
     chosen = THRESHOLDS[-1]
-    if version and _version(version):
+    if version and version_key(version):
         chosen = THRESHOLDS[0]
         for entry in THRESHOLDS:
-            if _version(version) >= _version(entry[0]):
+            if version_key(version) >= version_key(entry[0]):
                 chosen = entry
     spec = "codex" if chosen[1] == COMPACT_AT else f"codex:compact_at={chosen[1]}"
     return spec, chosen[1], chosen[2]
