@@ -39,16 +39,7 @@ def synth(
         check_output(output, [], force)
     options: dict[str, object] = {}
     if tool_mix:
-        mix: dict[str, float] = {}
-        for part in tool_mix.split(","):
-            name, eq, weight = part.partition("=")
-            try:
-                mix[name.strip()] = float(weight)
-            except ValueError:
-                fail(f"--tool-mix: expected tool=weight, got {part!r}")
-            if not eq:
-                fail(f"--tool-mix: expected tool=weight, got {part!r}")
-        options["tool_mix"] = mix
+        options["tool_mix"] = _numbers(tool_mix, "--tool-mix", "tool=weight")
     for key, value in (("output_scale", output_scale), ("aside_rate", aside_rate), ("pause_rate", pause_rate)):
         if value is not None:
             options[key] = value
@@ -56,17 +47,7 @@ def synth(
     if billing and not record_usage:
         fail("--billing needs --record-usage")
     if record_usage:
-        billed = {}
-        for part in (billing or "").split(","):
-            if not part.strip():
-                continue
-            name, eq, value = part.partition("=")
-            try:
-                billed[name.strip()] = float(value)
-            except ValueError:
-                fail(f"--billing: expected name=number, got {part!r}")
-            if not eq:
-                fail(f"--billing: expected name=number, got {part!r}")
+        billed = dict(_numbers(billing or "", "--billing", "name=number", skip_empty=True))
     trace = synthesize(profile, turns=turns, seed=seed, billing=billed, **options)
     if output is None:
         native.write(trace, sys.stdout)
@@ -78,3 +59,17 @@ def synth(
     typer.echo(f"wrote {output}: {sum(len(s.messages) for s in trace.sessions):,} messages", err=True)
 
 
+def _numbers(text: str, option: str, shape: str, skip_empty: bool = False) -> dict[str, float]:
+    """`a=1,b=2.5` as {name: number}; anything else one error naming the option and the piece."""
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        if skip_empty and not part.strip():
+            continue
+        name, eq, value = part.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            fail(f"{option}: expected {shape}, got {part!r}")
+        if not eq:
+            fail(f"{option}: expected {shape}, got {part!r}")
+    return out
