@@ -27,11 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ctxsim.api import Options, replay_choices
-from ctxsim.counting import MessageSizer
+from ctxsim.tokens.counting import MessageSizer
 from ctxsim.engine import Replayer, Setup
 from ctxsim.formats import read_trace
-from ctxsim.parallel import available_cores, plan_jobs
-from ctxsim.policyspec import resolve
+from ctxsim._support.parallel import available_cores, plan_jobs
+from ctxsim.policies.spec import resolve
 from ctxsim.tokens import TokenCounter, get_tokenizer
 
 from bench_replay import tokenize_once, write_trace

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import FileReport, read_traces
-from ctxsim.validate import quantile, validate
+from ctxsim.analysis.validate import quantile, validate
 
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent.parent / "shared" / "traces-real"
 
@@ -64,7 +64,7 @@ def leave_one_out(loaded: list[tuple[str, object, list[FileReport]]], tokenizer:
     """Per held-out session: scale and overhead fitted on the other sessions of its provider."""
     from dataclasses import replace
 
-    from ctxsim.calibrate import calibration, token_prior
+    from ctxsim.analysis.calibrate import calibration, token_prior
     from ctxsim.engine import Setup, resolve
     from ctxsim.model import Trace
 

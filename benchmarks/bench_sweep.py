@@ -100,7 +100,7 @@ def main() -> None:
     parser.add_argument("--no-dask", action="store_true")
     parser.add_argument("--no-memory", action="store_true")
     args = parser.parse_args()
-    from ctxsim.parallel import available_cores
+    from ctxsim._support.parallel import available_cores
 
     with tempfile.TemporaryDirectory(prefix="ctxsim-bench-sweep-") as tmp:
         root = Path(tmp)

@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from ctxsim.collector import gc_paused
-from ctxsim.counting import Framing, MessageSizer
+from ctxsim._support.collector import gc_paused
+from ctxsim.tokens.counting import Framing, MessageSizer
 from ctxsim.engine import DEFAULT_RESERVE, PolicyRun, Replayer, Setup
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import FileReport, SessionStream, read_traces
 from ctxsim.model import Session, Trace
-from ctxsim.parallel import at_most, plan_jobs, run_ordered
+from ctxsim._support.parallel import at_most, plan_jobs, run_ordered
 from ctxsim.params import as_dict
 from ctxsim.policies import replay_weight
-from ctxsim.policyspec import Choice, resolve
+from ctxsim.policies.spec import Choice, resolve
 from ctxsim.recorded import RecordedSum, calibration_entry, not_calibrated
 from ctxsim.run import RunResult, add_recorded_gap, manifest, recorded_block
 from ctxsim.tokens import DEFAULT, TokenCounter, get_tokenizer, label
@@ -172,7 +172,7 @@ def replay_trace(path: str, policy_specs: Sequence[str], *, fmt: str | None = No
     trace = read_traces([path], fmt, skip_bad_lines=opts.skip_bad_lines, report=reports)
     calibration = None
     if opts.calibrate:
-        from ctxsim.calibrate import calibrated
+        from ctxsim.analysis.calibrate import calibrated
 
         trace, framing, setup, calibration = calibrated(trace, opts.tokenizer or DEFAULT, opts.framing,
                                                         Setup(hidden_prefix_tokens=opts.hidden_prefix_tokens),
@@ -185,7 +185,7 @@ def replay_trace(path: str, policy_specs: Sequence[str], *, fmt: str | None = No
 
 def _replay(trace: Trace, path: str, choices: Sequence[Choice], opts: Options, providers: Sequence[str],
             show_progress: bool) -> RunResult:
-    from ctxsim.render.progress import progress_bar
+    from ctxsim.reports._progress import progress_bar
 
     runs = len(choices) * max(1, len(providers))
     total = sum(s.requests for s in trace.sessions) * runs
@@ -201,11 +201,11 @@ def _replay_stream(sessions: SessionStream, path: str, choices: Sequence[Choice]
     every choice, then let go. The replayers' set-up (provider, model, window) comes from the first sessions
     that name them, as `resolve` takes it from a whole trace: the sessions before those are held until then
     (usually none: the first session names them)."""
-    from ctxsim.calibrate import MIN_REQUESTS
+    from ctxsim.analysis.calibrate import MIN_REQUESTS
     from ctxsim.engine import trace_model
     from ctxsim.pricing import Pricer
     from ctxsim.recorded import UsageCount
-    from ctxsim.render.progress import progress_bar
+    from ctxsim.reports._progress import progress_bar
 
     stream = iter(sessions)
     held: list[Session] = []

@@ -69,7 +69,7 @@ def guarded(command: Callable[P, None]) -> Callable[P, None]:
 
     @functools.wraps(command)
     def run(*args: P.args, **kwargs: P.kwargs) -> None:
-        from ctxsim import fileio
+        from ctxsim._support import fileio
 
         fileio.reset_pending()
         try:

@@ -16,11 +16,12 @@ from typing import Any, NamedTuple
 
 from ctxsim.caching import CacheModel, CacheResult, CacheSpec, WarmStart, cache_spec
 from ctxsim.composition import Composition, Snapshots, column_of
-from ctxsim.counting import Framing, MessageSizer, blocks
-from ctxsim.history import History, Item, SideCall
+from ctxsim.tokens.counting import Framing, MessageSizer, blocks
+from ctxsim.history import Edit as Spliced, History, Item, PolicyViolation, SideCall, Splice
 from ctxsim.meter import EventRecord, Row, Totals, from_columns, to_columns
 from ctxsim.model import Message, Session, Trace, parse_ts
-from ctxsim.policies import Context, Policy, effective
+from ctxsim.policies import Policy, effective
+from ctxsim.policies.base import DEFAULT_KIND, Drop, Edit, Insert, Observer, Replace, Summarize, Truncate, View
 from ctxsim.errors import CtxsimError
 from ctxsim.pricing import Bill, Pricer, price_data_version
 
@@ -228,6 +229,7 @@ class _RunState:
     requests: int = 0
     composition: list[Snapshots] = field(default_factory=list)
     rule: Policy | None = None  # the provider's prompt rules, in front of the policy (Replayer.start)
+    observers: tuple[Observer, ...] = ()  # told of every change besides the stages that observe (the loss meter)
 
 
 class _Recorded(NamedTuple):
@@ -289,8 +291,12 @@ class Replayer:
         """Let go of what was kept for sessions already replayed (timestamps parsed)."""
         self._ts = _Ts()
 
-    def run(self, policy: Policy, progress: Callable[[int], None] | None = None) -> PolicyRun:
+    def run(self, policy: Policy, progress: Callable[[int], None] | None = None,
+            observers: tuple[Observer, ...] = ()) -> PolicyRun:
+        """`observers`: told of every change to each session's history (policies.base.Observer), as
+        the stages that observe are; fresh ones per run."""
         state = self.start()
+        state.observers = observers
         for session, recorded, pricer in zip(self.trace.sessions, self._recorded, self._session_pricers, strict=True):
             self._session(session, recorded, policy, state, progress, state.rule, pricer)
         return self.finish(policy, state)
@@ -312,7 +318,7 @@ class Replayer:
 
     def provider_rule(self) -> Policy | None:
         """A fresh copy of the provider's prompt rules for this provider and model, None when it has none."""
-        from ctxsim.calibrate import ProviderReasoningRule
+        from ctxsim.analysis.calibrate import ProviderReasoningRule
 
         rule = ProviderReasoningRule(self.resolved.provider, self.resolved.model_id)
         return rule if rule.active else None  # type: ignore[return-value]
@@ -325,6 +331,12 @@ class Replayer:
         stages: tuple[Policy, ...] = ((rule,) if rule is not None else ()) + tuple(
             getattr(policy, "stages", None) or (policy,))
         appenders = [s for s in stages if hasattr(s, "on_append")]
+        for stage in stages:
+            begin = getattr(stage, "start", None)
+            if begin is not None:
+                begin()
+        observers: list[Observer] = [s for s in stages if hasattr(s, "observe")]  # type: ignore[misc]
+        observers.extend(state.observers)
         base = sizer.tools(session) + sizer.system(session) + self.setup.hidden_prefix_tokens
         history = History(base, sizer.message, blocks)
         spec = self.resolved.cache
@@ -353,7 +365,7 @@ class Replayer:
             if message.role != "assistant":
                 item = Item(message, size, n_blocks, origin, pinned)
                 if appenders and not pinned:
-                    ctx = Context(history, state.requests + 1, window, sizer.message, last_ts)
+                    ctx = View(history, state.requests + 1, window, sizer.message, last_ts)
                     for stage in appenders:
                         change = stage.on_append(ctx, item.message)  # type: ignore[attr-defined]
                         if change is not None:
@@ -362,6 +374,9 @@ class Replayer:
                                                       change.note, 1, item.tokens, new.tokens))
                             item, column = new, None  # its column: worked out again as it is appended
                 append(item, column)
+                if observers:
+                    for observer in observers:
+                        observer.observe((), (item,))
                 last_ts = ts_s if ts_s is not None else last_ts
                 continue
             index += 1
@@ -370,9 +385,14 @@ class Replayer:
             request_ts = last_ts if last_ts is not None else ts_s
             before = history.prompt_tokens
             for stage in stages:
-                ctx = Context(history, number, window, sizer.message, request_ts, before)
-                for edit in stage.decide(ctx):
+                ctx = View(history, number, window, sizer.message, request_ts, before)
+                for decided in stage.decide(ctx):
+                    edit = decided if isinstance(decided, Spliced) else resolve_edit(history, decided, stage.name)
                     applied = history.apply(edit, stage.name)
+                    if observers:
+                        for removed, added in applied.spliced:
+                            for observer in observers:
+                                observer.observe(removed, added)
                     cache.edited(applied.first_index)
                     valid = min(valid, applied.first_index)
                     events.append(EventRecord(number, session.id, stage.name, applied.kind, applied.note,
@@ -393,7 +413,11 @@ class Replayer:
                     crossed.add(limit)
                     events.append(EventRecord(number, session.id, policy.name, kind,
                                               f"context {prompt:,} tokens passes {label} ({limit:,})"))
-            append(Item(message, size, n_blocks, origin), column)
+            answer = Item(message, size, n_blocks, origin)
+            append(answer, column)
+            if observers:
+                for observer in observers:
+                    observer.observe((), (answer,))
             prev_items = len(history)
             valid = prev_items
             last_ts = ts_s if ts_s is not None else last_ts
@@ -435,6 +459,66 @@ class Replayer:
             shared, rewrite, warm.read_tokens, cost, cost_warm, cost_plain,
             usage.input_tokens if usage else None, usage.cache_read_tokens if usage else None,
         )
+
+
+def resolve_edit(history: History, edit: object, policy: str) -> Spliced:
+    """An edit that names items (policies.base), as splices of the history as it stands now."""
+    if isinstance(edit, Edit):
+        kind, changes, note, calls = edit.kind, edit.changes, edit.note, list(edit.calls)
+    elif type(edit) in DEFAULT_KIND:
+        kind, changes, note, calls = DEFAULT_KIND[type(edit)], (edit,), "", []  # type: ignore[assignment]
+    else:
+        raise PolicyViolation(f"policy {policy}: returned {type(edit).__name__}, not an edit")
+    splices: list[Splice] = []
+    make = history.item
+
+    def place(item: Item) -> int:
+        if not item.alive or item.pos >= len(history.items) or history.items[item.pos] is not item:
+            raise PolicyViolation(f"policy {policy}: an edit names a message that is not in the history "
+                                  f"(session index {item.origin})")
+        return item.pos
+
+    def runs(items: tuple[Item, ...]) -> list[tuple[int, int]]:
+        positions = sorted(place(item) for item in items)
+        out: list[tuple[int, int]] = []
+        for pos in positions:
+            if out and out[-1][1] == pos:
+                out[-1] = (out[-1][0], pos + 1)
+            elif out and out[-1][1] > pos:
+                raise PolicyViolation(f"policy {policy}: an edit names one message twice")
+            else:
+                out.append((pos, pos + 1))
+        return out
+
+    for change in changes:
+        if isinstance(change, Drop):
+            splices.extend(Splice(s, e) for s, e in runs(change.items))
+        elif isinstance(change, Replace):
+            old = change.item
+            new = make(change.message, old.origin, change.tokens, cleared=change.cleared, inserted=old.inserted,
+                       tags=old.tags if change.tags is None else change.tags)
+            at = place(old)
+            splices.append(Splice(at, at + 1, (new,)))
+        elif isinstance(change, Truncate):
+            old = change.item
+            new = make(change.message, old.origin, change.tokens, cleared=old.cleared, inserted=old.inserted,
+                       tags=old.tags)
+            at = place(old)
+            splices.append(Splice(at, at + 1, (new,)))
+        elif isinstance(change, Summarize):
+            if not change.items:
+                raise PolicyViolation(f"policy {policy}: a summary that replaces no message")
+            new = make(change.message, -1, change.tokens, inserted=True, tags=change.tags)
+            splices.extend(Splice(s, e, (new,) if k == 0 else ()) for k, (s, e) in enumerate(runs(change.items)))
+            if change.call is not None:
+                calls.append(change.call)
+        elif isinstance(change, Insert):
+            at = len(history.items) if change.before is None else place(change.before)
+            splices.append(Splice(at, at, (make(change.message, -1, change.tokens, inserted=True,
+                                                     tags=change.tags),)))
+        else:
+            raise PolicyViolation(f"policy {policy}: {type(change).__name__} is not a change a policy may make")
+    return Spliced(kind, tuple(splices), note, tuple(calls))
 
 
 __all__ = ["Replayer", "Setup", "PolicyRun", "Framing"]

@@ -92,6 +92,8 @@ class Applied:
     tokens_before: int
     tokens_after: int
     first_index: int
+    # each splice as (the items it removed, the items it put in), in history order: what observers are told
+    spliced: list[tuple[list[Item], tuple[Item, ...]]]
 
 
 by_position = attrgetter("pos")  # sort key: an item's place in the live history
@@ -234,8 +236,10 @@ class History:
                 raise PolicyViolation(f"policy {policy}: overlapping edit spans")
             last_start = s.start
         removed: list[Item] = []
+        spliced: list[tuple[list[Item], tuple[Item, ...]]] = []
         for s in splices:
             old = self.items[s.start : s.end]
+            spliced.append((old, s.new))
             for item in old:
                 if item.pinned:
                     raise PolicyViolation(
@@ -275,7 +279,8 @@ class History:
             del self._cum_tokens[first + 1:]
             del self._cum_blocks[first + 1:]
         touched = sum(max(s.end - s.start, len(s.new)) for s in splices)
-        return Applied(edit.kind, edit.note, touched, before, self.prompt_tokens, first)
+        spliced.reverse()  # applied last first: told first first
+        return Applied(edit.kind, edit.note, touched, before, self.prompt_tokens, first, spliced)
 
     def _check_orphans(self, removed: Sequence[Item], added: Sequence[Item], policy: str) -> None:
         for item in removed:

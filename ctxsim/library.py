@@ -30,7 +30,7 @@ DEFAULT_COMPARE = ("none", "clear", "compact", "truncate", "tiered", "mask", "zo
 
 def _specs(policies: str | Iterable[str]) -> list[str]:
     """A spec, a comma-separated list of specs, or an iterable of either: never split into letters."""
-    from ctxsim.policyspec import split_list
+    from ctxsim.policies.spec import split_list
 
     given = [policies] if isinstance(policies, str) else list(policies)
     specs = [spec for text in given for spec in split_list(str(text))]
@@ -85,7 +85,7 @@ class Result:
 
     def save(self, path: str | Path, force: bool = False) -> None:
         """Write the run artefact (`run.json`), exactly as `ctxsim replay -o` does."""
-        from ctxsim.fileio import check_output
+        from ctxsim._support.fileio import check_output
 
         check_output(str(path), [], force)
         self.run.save(path, force)
@@ -116,7 +116,7 @@ def replay(trace: str | Path, policies: str | Iterable[str] = "none", *, fmt: st
     """Replay `trace` under each policy spec (`"clear:trigger=30000,keep=3"`, a preset, `"a+b"`, a TOML file).
 
     `options` are the command line's replay options: provider, model, tokenizer, cache, cache_ttl, window,
-    reserve, framing (a `ctxsim.counting.Framing`), skip_bad_lines, jobs. Calibrated by default, as the
+    reserve, framing (a `ctxsim.tokens.counting.Framing`), skip_bad_lines, jobs. Calibrated by default, as the
     command line is, where the trace recorded usage.
     """
     from ctxsim.api import Options, replay_trace

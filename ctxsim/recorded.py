@@ -348,7 +348,7 @@ class UsageCount:
 
     def entry(self) -> dict[str, Any]:
         """`calibration_entry` when there was no fit."""
-        from ctxsim.calibrate import MIN_REQUESTS
+        from ctxsim.analysis.calibrate import MIN_REQUESTS
 
         n, excluded = self.requests, self.excluded
         usable = n - excluded

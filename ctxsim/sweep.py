@@ -202,7 +202,7 @@ def expand_inputs(patterns: Sequence[str], fmt: str | None = None,
 
     The files of a folder that no reader takes are appended to `left_out` with why (a file named
     alone is read, and fails there if it is not a trace)."""
-    from ctxsim.fileio import input_limits
+    from ctxsim._support.fileio import input_limits
     from ctxsim.formats import _scan_directory
 
     out: list[str] = []
@@ -260,7 +260,7 @@ def is_corpus(patterns: Sequence[str], fmt: str | None = None) -> bool:
 
 def file_digest(path: str) -> str:
     """SHA-256 of the bytes a reader sees (gzip undone): the same as the read trace's digest."""
-    from ctxsim.fileio import open_input
+    from ctxsim._support.fileio import open_input
 
     h = hashlib.sha256()
     stream = open_input(path)
@@ -330,7 +330,7 @@ def options_json(options: Any) -> dict[str, Any]:
 def resolve_policies(specs: Sequence[str]) -> list[PolicyEntry]:
     """Every spec (policy, A+B pipeline, preset, policy file) to its labelled policies; `none` first if absent."""
     from ctxsim.policies import effective
-    from ctxsim.policyspec import resolve
+    from ctxsim.policies.spec import resolve
 
     specs = list(specs)
     if not specs:
@@ -379,7 +379,7 @@ def _run_task(task: TraceTask) -> list[str]:
     from ctxsim.api import replay_choices
     from ctxsim.engine import resolve as resolve_setup
     from ctxsim.formats import read_traces
-    from ctxsim.policyspec import Choice, resolve
+    from ctxsim.policies.spec import Choice, resolve
     from ctxsim.tokens import DEFAULT
 
     opts = dataclasses.replace(task.options, jobs=1)
@@ -389,7 +389,7 @@ def _run_task(task: TraceTask) -> list[str]:
                           f"expected {task.digest[:19]}...)")
     calibration: Any = None
     if opts.calibrate:  # as api.replay_trace does
-        from ctxsim.calibrate import calibrated
+        from ctxsim.analysis.calibrate import calibrated
         from ctxsim.engine import Setup
 
         trace, framing, setup, calibration = calibrated(trace, opts.tokenizer or DEFAULT, opts.framing,
@@ -538,7 +538,7 @@ def _write_part(path: Path, tables: list[Any], summaries: list[str]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ctxsim.fileio import atomic_write
+    from ctxsim._support.fileio import atomic_write
 
     table = pa.concat_tables(tables)
     table = table.replace_schema_metadata({CELLS_META_KEY: ("[" + ",".join(summaries) + "]").encode()})
@@ -589,7 +589,7 @@ def plan(paths: Sequence[str], specs: Sequence[str], budgets: Sequence[Budget], 
          out_dir: str | None) -> Plan:
     from ctxsim.pricing import price_data_version
 
-    from ctxsim.policyspec import resolve
+    from ctxsim.policies.spec import resolve
 
     entries = resolve_policies(specs)  # bad specs fail before any work, and so do bad absolute budgets
     left_out: list[tuple[str, str]] = []
@@ -649,7 +649,7 @@ def execute(p: Plan, jobs: int, cluster: str | None = None,
 
         run_on_cluster(cluster, tasks, run_task, take, jobs)
         return
-    from ctxsim.parallel import can_fork, run_ordered
+    from ctxsim._support.parallel import can_fork, run_ordered
 
     # the biggest files first, so that no long trace starts last and runs alone
     order = sorted(range(len(tasks)), key=lambda i: (-os.path.getsize(tasks[i].path) * len(tasks[i].cells), i))

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ctxsim.counting import Framing, MessageSizer
+from ctxsim.tokens.counting import Framing, MessageSizer
 from ctxsim.engine import PolicyRun, Replayer, Setup
 from ctxsim.model import Message, Session, ToolCall, Trace, Usage, format_ts
 from ctxsim.policies import Context, NoParams, Policy, parse_policy
-from ctxsim.policyspec import resolve
+from ctxsim.policies.spec import resolve
 from ctxsim.tokens import TokenCounter, get_tokenizer
 
 T0 = 1_768_323_360.0  # 2026-01-13T16:56:00Z

@@ -16,7 +16,7 @@ import pytest
 from bad_inputs import FILES, TINY, Case, base_text, cases, problems, run_case
 
 from ctxsim.errors import CtxsimError, TraceError
-from ctxsim.fileio import Limits, open_input, read_lines
+from ctxsim._support.fileio import Limits, open_input, read_lines
 from ctxsim.formats import FileReport, read_trace, read_traces
 from ctxsim.model import MAX_TS_S, MIN_TS_S, format_ts, parse_ts
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from session_makers import SONNET, Step, claude_code, codex, unix
 from typer.testing import CliRunner
 
-from ctxsim.cache_breaks import breaks_of, per_cause
+from ctxsim.analysis.cache_breaks import breaks_of, per_cause
 from ctxsim.cli import app
 from ctxsim.formats import read_traces
 

@@ -18,14 +18,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ctxsim.caching import CacheResult, WarmStart, cache_spec
-from ctxsim.calibrate import calibration
-from ctxsim.counting import Framing, MessageSizer
+from ctxsim.analysis.calibrate import calibration
+from ctxsim.tokens.counting import Framing, MessageSizer
 from ctxsim.engine import Replayer, Setup
 from ctxsim.history import History
 from ctxsim.model import Message, Session, ToolCall, Trace, Usage, format_ts
 from ctxsim.policies import parse_policy
 from ctxsim.tokens import TokenCounter, get_tokenizer
-from ctxsim.validate import validate
+from ctxsim.analysis.validate import validate
 
 T0 = 1_768_323_360.0
 SYSTEM_LAYER, CONTEXT = 3_000, 5_000  # billed tokens: tools + system prompt, then project context

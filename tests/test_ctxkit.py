@@ -11,7 +11,7 @@ The session here is built in the test with the same facts at the same turns.
 from __future__ import annotations
 
 
-from ctxsim.counting import MessageSizer
+from ctxsim.tokens.counting import MessageSizer
 from ctxsim.engine import PolicyRun, Replayer, Setup
 from ctxsim.model import Message, Session, ToolCall, Trace, format_ts
 from ctxsim.policies import parse_policy

@@ -18,11 +18,11 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from ctxsim.counting import MessageSizer
+from ctxsim.tokens.counting import MessageSizer
 from ctxsim.engine import Replayer, Setup
 from ctxsim.model import Message, Session, ToolCall, Trace
 from ctxsim.policies.clear import STUBS
-from ctxsim.policyspec import resolve
+from ctxsim.policies.spec import resolve
 from ctxsim.presets import presets
 from ctxsim.summarizers.extractive import ExtractiveSummarizer
 from ctxsim.tokens import TokenCounter, get_tokenizer

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from ctxsim.calibrate import calibration, token_prior, with_provider_rules
+from ctxsim.analysis.calibrate import calibration, token_prior, with_provider_rules
 from ctxsim.formats import FileReport, read_traces
 from ctxsim.model import Message, Session, Trace, Usage, format_ts
 from ctxsim.policies import parse_policy
-from ctxsim.validate import validate, validation_tables
+from ctxsim.analysis.validate import validate, validation_tables
 
 T0 = 1_768_323_360.0  # 2026-01-13T16:56:00Z
 PREFIX, SCALE, OVERHEAD = 4_000, 1.25, 12

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ctxsim.cli import app
-from ctxsim.counting import MessageSizer
+from ctxsim.tokens.counting import MessageSizer
 from ctxsim.engine import Replayer, Setup
 from ctxsim.errors import CtxsimError, TraceError
 from ctxsim.formats import FileReport, formats, locate, read_trace, read_traces
@@ -562,7 +562,7 @@ def test_values_of_the_wrong_type_anywhere_give_an_error_not_a_crash(tmp_path: P
         path.write_text("\n".join(json.dumps(r) for r in mutated) + "\n" if lines else json.dumps(mutated[0]))
         try:
             trace = read_traces([str(path)], fmt)
-            from ctxsim.inspect import inspect_trace
+            from ctxsim.analysis.inspect import inspect_trace
 
             inspect_trace(trace, tokenizer="chars4")
         except CtxsimError as exc:

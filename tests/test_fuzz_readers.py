@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from ctxsim.errors import CtxsimError
-from ctxsim.fileio import Limits
+from ctxsim._support.fileio import Limits
 from ctxsim.formats import SessionBuilder, _read_one, native, read_traces
 from ctxsim.model import Message, ToolCall, Trace, Usage, format_ts
 

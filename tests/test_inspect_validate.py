@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ctxsim.calibrate import fit
+from ctxsim.analysis.calibrate import fit
 from ctxsim.cli import app
 from ctxsim.formats import read_traces
-from ctxsim.inspect import inspect_trace
+from ctxsim.analysis.inspect import inspect_trace
 from ctxsim.model import Message, Session, ToolCall, Trace, Usage, format_ts
-from ctxsim.validate import validate
+from ctxsim.analysis.validate import validate
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CLAUDE = FIXTURES / "claude-code"
@@ -201,7 +201,7 @@ def openai_reasoning_trace() -> Trace:
 
 
 def test_validate_applies_the_provider_reasoning_rule():
-    from ctxsim.counting import MessageSizer
+    from ctxsim.tokens.counting import MessageSizer
     from ctxsim.engine import Replayer, Setup
     from ctxsim.policies import parse_policy
     from ctxsim.tokens import TokenCounter, get_tokenizer
@@ -242,7 +242,7 @@ def test_validate_cli(tmp_path: Path):
 
 
 def test_calibrated_gives_what_a_replay_needs():
-    from ctxsim.calibrate import calibrated
+    from ctxsim.analysis.calibrate import calibrated
     from ctxsim.engine import Setup
 
     trace, framing, setup, cal = calibrated(synthetic_trace(), "chars4", setup=Setup(window=100_000))

@@ -17,13 +17,13 @@ from genai_prices import calc_price
 from typer.testing import CliRunner
 
 from ctxsim.cli import app
-from ctxsim.counting import MessageSizer
+from ctxsim.tokens.counting import MessageSizer
 from ctxsim.engine import Replayer, Setup
 from ctxsim.formats import native
 from ctxsim.model import Message, Session, Trace, Usage, format_ts
 from ctxsim.recorded import recorded_of
 from ctxsim.tokens import TokenCounter, get_tokenizer
-from ctxsim.validate import validate
+from ctxsim.analysis.validate import validate
 
 T0 = 1_768_323_360.0  # 2026-01-13T16:56:00Z
 MAIN, SUB = "claude-sonnet-4-5", "claude-haiku-4-5"

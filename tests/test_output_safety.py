@@ -23,7 +23,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ctxsim.cli import app
-from ctxsim.fileio import replace_folder
+from ctxsim._support.fileio import replace_folder
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tiny"
 NATIVE = FIXTURES / "native.jsonl"
@@ -343,7 +343,7 @@ def test_the_two_rename_swap_puts_the_old_folder_back_when_interrupted(tmp_path:
                                                                       monkeypatch: pytest.MonkeyPatch):
     """Where renameat2 cannot swap, the old folder is renamed aside and the new one in; an interruption
     between the two renames puts the old one back."""
-    import ctxsim.fileio as fileio
+    import ctxsim._support.fileio as fileio
 
     folder = tmp_path / "out"
     folder.mkdir()
@@ -370,7 +370,7 @@ def test_the_two_rename_swap_puts_the_old_folder_back_when_interrupted(tmp_path:
 
 
 def test_pending_names_the_outputs_not_written_yet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from ctxsim.fileio import atomic_write, check_folder, check_output, pending, reset_pending
+    from ctxsim._support.fileio import atomic_write, check_folder, check_output, pending, reset_pending
 
     monkeypatch.chdir(tmp_path)
     reset_pending()

@@ -15,9 +15,9 @@ from ctxsim.cli import app
 from ctxsim.errors import CtxsimError
 from ctxsim.formats.native import write
 from ctxsim.history import Edit, Splice
-from ctxsim.parallel import MIN_PARALLEL_REQUESTS, available_cores, can_fork, plan_jobs, run_ordered
+from ctxsim._support.parallel import MIN_PARALLEL_REQUESTS, available_cores, can_fork, plan_jobs, run_ordered
 from ctxsim.policies import Context
-from ctxsim.policyspec import Choice, resolve
+from ctxsim.policies.spec import Choice, resolve
 from ctxsim.synth import synthesize
 
 needs_fork = pytest.mark.skipif(not can_fork(), reason="worker processes need fork (Linux)")
@@ -208,7 +208,7 @@ def test_gc_pause_leaves_cycles_collectable_and_frozen_objects_frozen() -> None:
     import gc
     import weakref
 
-    from ctxsim.collector import gc_paused
+    from ctxsim._support.collector import gc_paused
 
     class Node:
         pass

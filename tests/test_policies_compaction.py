@@ -543,7 +543,7 @@ def test_presets_are_registered_and_parse():
     # Codex 0.104 as measured: about 210k of 272k; before, 90% (reference B.4's catalog example: 272,000 -> 244,800).
     (codex,) = [parse_policy(s) for s in table["codex"].stages]
     assert isinstance(codex, CompactPolicy) and codex.thresholds(272_000) == (209_984, 209_984)
-    from ctxsim.policyspec import resolve
+    from ctxsim.policies.spec import resolve
 
     old = resolve(["codex:compact_at=0.9"])[0].policy
     assert getattr(old, "stages", (old,))[-1].thresholds(272_000) == (244_800, 244_800)

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxsim.counting import MessageSizer, blocks
+from ctxsim.tokens.counting import MessageSizer, blocks
 from ctxsim.errors import ParameterError
 from ctxsim.history import History
 from ctxsim.model import Message, Session, ToolCall, Trace, format_ts
@@ -561,7 +561,7 @@ def test_scored_following_other_stages_decides_as_starting_over(spec, monkeypatc
 
     from ctxsim.api import Options, replay_choices
     from ctxsim.policies.scored import ScoredPolicy
-    from ctxsim.policyspec import resolve
+    from ctxsim.policies.spec import resolve
     from ctxsim.synth import synthesize
 
     trace = synthesize("coding", turns=200, seed=5)

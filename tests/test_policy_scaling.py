@@ -23,11 +23,11 @@ from typing import Any
 import pytest
 
 import ctxsim.engine as engine
-from ctxsim.counting import MessageSizer
+from ctxsim.tokens.counting import MessageSizer
 from ctxsim.history import History
 from ctxsim.model import Trace
 from ctxsim.policies import NoParams, policies
-from ctxsim.policyspec import resolve
+from ctxsim.policies.spec import resolve
 from ctxsim.synth import synthesize
 from ctxsim.tokens import TokenCounter, get_tokenizer
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from ctxsim.cli import app
 from ctxsim.errors import CtxsimError
-from ctxsim.policyspec import resolve, split_list
+from ctxsim.policies.spec import resolve, split_list
 from ctxsim.presets import Preset, register
 
 from conftest import write_jsonl
@@ -108,7 +108,7 @@ def test_compare_output_json_file_is_the_run_artefact_alone(tmp_path: Path, tiny
 
 def test_replay_calibrate_records_the_fit(tmp_path: Path):
     """`--calibrate` fits the hidden prefix from recorded usage and puts the fit in the manifest."""
-    from ctxsim.counting import Framing, MessageSizer
+    from ctxsim.tokens.counting import Framing, MessageSizer
     from ctxsim.model import Message, Session, Trace, Usage
     from ctxsim.formats import native
     from ctxsim.tokens import TokenCounter, get_tokenizer

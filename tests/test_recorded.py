@@ -22,7 +22,7 @@ from recorded_fixtures import claude_code_compaction, codex_compaction
 from typer.testing import CliRunner
 
 from ctxsim.cli import app
-from ctxsim.counting import Framing, MessageSizer
+from ctxsim.tokens.counting import Framing, MessageSizer
 from ctxsim.formats import native, read_traces
 from ctxsim.model import Message, Session, Trace, Usage, format_ts
 from ctxsim.recorded import recorded_of
@@ -285,7 +285,7 @@ def test_same_input_same_bytes(tmp_path: Path) -> None:
 
 
 def _check(path: Path):  # type: ignore[no-untyped-def]
-    from ctxsim import preset_check
+    from ctxsim.analysis import preset_check
 
     checks = preset_check.check(read_traces([str(path)]), "chars4")
     assert len(checks) == 1

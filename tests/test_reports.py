@@ -200,12 +200,12 @@ def test_interrupted_bundle_keeps_the_old_files(tmp_path: Path, result: RunResul
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     smaller = RunResult(result.manifest, result.runs[:1])  # a different report
 
-    import ctxsim.fileio
+    import ctxsim._support.fileio
 
     def interrupted(src, dst):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ctxsim.fileio.os, "replace", interrupted)
+    monkeypatch.setattr(ctxsim._support.fileio.os, "replace", interrupted)
     with pytest.raises(KeyboardInterrupt):
         write_bundle(smaller, folder)
     monkeypatch.undo()
@@ -519,7 +519,7 @@ class FakeTerminal(io.StringIO):
 
 
 def test_progress_draws_on_a_terminal_only(capsys):
-    from ctxsim.render.progress import progress_bar
+    from ctxsim.reports._progress import progress_bar
 
     piped = io.StringIO()
     with progress_bar(10, stream=piped, delay_s=0) as advance:
@@ -537,11 +537,11 @@ def test_progress_draws_on_a_terminal_only(capsys):
 
 
 def test_progress_callback_fits_the_engine(capsys):
-    from ctxsim.counting import MessageSizer
+    from ctxsim.tokens.counting import MessageSizer
     from ctxsim.engine import Replayer
     from ctxsim.formats import read_trace
     from ctxsim.policies import parse_policy
-    from ctxsim.render.progress import progress_bar
+    from ctxsim.reports._progress import progress_bar
     from ctxsim.tokens import TokenCounter, get_tokenizer
 
     replayer = Replayer(read_trace(str(TRACE)), MessageSizer(TokenCounter(get_tokenizer("chars4"))))
@@ -857,7 +857,7 @@ def test_old_run_json_is_still_read_by_report_and_diff(tmp_path: Path, result: R
 
 
 def test_same_run_same_bundle_bytes_and_a_progress_line(tmp_path: Path, result: RunResult, monkeypatch):
-    from ctxsim.render import progress
+    from ctxsim.reports import _progress as progress
 
     tty = FakeTerminal()
     real = progress.progress_bar

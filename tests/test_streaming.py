@@ -200,7 +200,7 @@ def test_a_usage_key_spelt_with_an_escape_is_not_streamed_past(tmp_path):
 
 def test_the_stream_keeps_the_input_limits(tmp_path):
     """--max-line-bytes and --max-messages hold on the streamed path as on the whole one, with its messages."""
-    from ctxsim.fileio import Limits, input_limits, set_input_limits
+    from ctxsim._support.fileio import Limits, input_limits, set_input_limits
 
     trace = str(_multi(tmp_path / "multi.jsonl"))
     messages = sum(len(s.messages) for s in read_traces([trace]).sessions)

@@ -125,7 +125,7 @@ def test_table_equals_separate_compares_of_each_trace(corpus: Path, tmp_path: Pa
 
 def test_recorded_bill_beside_the_replay(corpus: Path):
     from ctxsim.formats import read_trace
-    from ctxsim.inspect import inspect_trace
+    from ctxsim.analysis.inspect import inspect_trace
 
     out, _ = _sweep(str(corpus), "--policies", "clear", "-j", "1")
     billed = inspect_trace(read_trace(str(corpus / "b" / "s3.jsonl"))).totals.cost_usd
@@ -277,7 +277,7 @@ def test_a_trace_that_changes_is_an_error_not_a_wrong_cell(corpus: Path, tmp_pat
 
 def test_a_budget_sets_each_familys_threshold_in_a_fresh_policy():
     from ctxsim.policies import effective
-    from ctxsim.policyspec import resolve
+    from ctxsim.policies.spec import resolve
     from ctxsim.sweep import takes_budget, with_budget
 
     preset = resolve(["claude-code"])[0].policy

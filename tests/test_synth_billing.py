@@ -12,7 +12,7 @@ import io
 import pytest
 from typer.testing import CliRunner
 
-from ctxsim.calibrate import calibration
+from ctxsim.analysis.calibrate import calibration
 from ctxsim.cli import app
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import native

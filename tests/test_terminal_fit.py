@@ -7,8 +7,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from ctxsim.cli import app
-from ctxsim.render.compare import PRIORITY, fit
-from ctxsim.render.terminal import TableData
+from ctxsim.reports._compare_table import PRIORITY, fit
+from ctxsim.reports._terminal import TableData
 
 TRACE = str(Path(__file__).resolve().parent.parent / "traces" / "billing-session.jsonl")
 
@@ -34,7 +34,7 @@ def test_fit_keeps_the_first_priorities_in_their_order_within_the_width() -> Non
 
 def test_priority_names_every_compare_column() -> None:
     from ctxsim.api import replay_trace
-    from ctxsim.render.compare import compare_table
+    from ctxsim.reports._compare_table import compare_table
 
     headers = compare_table(replay_trace(TRACE, ["none"])).headers
     assert set(headers) == set(PRIORITY)

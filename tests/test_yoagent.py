@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from ctxsim.caching.rendered import common_prefix, render
-from ctxsim.counting import MessageSizer
+from ctxsim.tokens.counting import MessageSizer
 from ctxsim.engine import Replayer, Setup
 from ctxsim.model import Message, ToolCall
 from ctxsim.policies import parse_policy
@@ -156,7 +156,7 @@ def test_longer_sessions_and_the_030_floor():
 
 def test_the_native_file_round_trip_replays_the_same(tmp_path, yo300):
     # `ctxsim synth --profile yoagent --turns 300 -o FILE` then the preset: same run as in memory
-    from ctxsim.fileio import atomic_write
+    from ctxsim._support.fileio import atomic_write
     from ctxsim.formats import native, read_trace
 
     path = tmp_path / "yoagent-300.jsonl"

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from ctxsim.caching import CacheInfo, CacheResult, register
 from ctxsim.history import History, Item
-from ctxsim.memo import IdentityMemo
+from ctxsim._support.memo import IdentityMemo
 from ctxsim.model import Message
 from ctxsim.params import field_doc
 

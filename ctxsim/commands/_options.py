@@ -49,7 +49,7 @@ def options(provider: str | None, model: str | None, tokenizer: str | None, cach
             calibrate: bool = False, skip_bad_lines: bool = False, jobs: int | None = None) -> Options:
     # Imported here, not at the top: `ctxsim --help` must not load the engine and the price data.
     from ctxsim.api import Options
-    from ctxsim.counting import Framing
+    from ctxsim.tokens.counting import Framing
     from ctxsim.params import build_params, split_spec
 
     if cache_ttl is not None and cache_ttl not in ("5m", "1h"):
@@ -105,7 +105,7 @@ def set_limits(max_line_bytes: str | None, max_input_bytes: str | None, max_mess
     """Apply `--max-line-bytes`, `--max-input-bytes`, `--max-messages` to every read of this command."""
     from dataclasses import replace
 
-    from ctxsim.fileio import Limits, set_input_limits
+    from ctxsim._support.fileio import Limits, set_input_limits
 
     limits = Limits()  # this command's own: nothing carries over from an earlier one in this process
     if max_line_bytes is not None:

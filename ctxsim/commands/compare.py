@@ -60,9 +60,9 @@ def compare(
 ) -> None:
     """Replay one trace under several policies and compare cost, cache and context side by side."""
     from ctxsim.api import replay_trace
-    from ctxsim.policyspec import split_list
-    from ctxsim.render.compare import compare_table
-    from ctxsim.render.terminal import plain, rich_table
+    from ctxsim.policies.spec import split_list
+    from ctxsim.reports._compare_table import compare_table
+    from ctxsim.reports._terminal import plain, rich_table
 
     given = [DEFAULT_POLICIES] if policies is None else policies
     specs = [spec for text in given for spec in split_list(text)]
@@ -96,9 +96,9 @@ def compare(
     if as_json:
         typer.echo(json.dumps(totals_json(result), indent=1, sort_keys=True))
     else:
-        from ctxsim.render.terminal import head_lines
+        from ctxsim.reports._terminal import head_lines
 
-        from ctxsim.render.compare import fit
+        from ctxsim.reports._compare_table import fit
 
         table = compare_table(result)
         for line in head_lines(result):
@@ -118,7 +118,7 @@ def compare(
                 table, left_out = fit(table, shutil.get_terminal_size((80, 24)).columns)
             typer.echo(table.title)
             typer.echo(plain(table))
-        from ctxsim.render.terminal import column_names
+        from ctxsim.reports._terminal import column_names
 
         if left_out:
             typer.echo(f"note: {len(left_out)} more column(s) with --wide or --json: {', '.join(left_out)}")
@@ -130,7 +130,7 @@ def compare(
 
 
 def _check(output: str, inputs: list[str], force: bool) -> None:
-    from ctxsim.fileio import check_folder, check_output, output_path
+    from ctxsim._support.fileio import check_folder, check_output, output_path
 
     path = output_path(output)
     if path.suffix.lower() == ".json":

@@ -32,7 +32,7 @@ def convert_command(
     """
     import sys
 
-    from ctxsim.fileio import atomic_write, check_output
+    from ctxsim._support.fileio import atomic_write, check_output
     from ctxsim.formats import native
 
     if output is None:

@@ -31,13 +31,13 @@ def diff(
     force: ForceOpt = False,
 ) -> None:
     """Diff two runs (cost, peak context, hit rate ...) as a table or Markdown; gate with --fail-above."""
-    from ctxsim.render.terminal import plain, rich_table
+    from ctxsim.reports._terminal import plain, rich_table
     from ctxsim.reports import write_file
     from ctxsim.reports import diff as diffs
     from ctxsim.reports._common import load_run
 
     if output is not None:
-        from ctxsim.fileio import check_output
+        from ctxsim._support.fileio import check_output
 
         check_output(output, [base, new], force)
     threshold = diffs.parse_threshold(fail_above) if fail_above is not None else None

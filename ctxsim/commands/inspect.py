@@ -74,7 +74,7 @@ def inspect_command(
 ) -> None:
     """What a trace recorded, no simulation: requests, tokens, cost, hit rate, context, composition, timeline;
     with --by, --since/--until, --breaks or no path: accounting across every session, file by file."""
-    from ctxsim.accounting import KEYS
+    from ctxsim.analysis.accounting import KEYS
 
     if by is not None and by not in KEYS:
         fail(f"--by must be one of {', '.join(KEYS)}, got {by!r}")
@@ -86,12 +86,12 @@ def inspect_command(
     if not traces or by or since or until or breaks or tz:
         account(traces or [], as_json, by, since, until, tz, source, breaks, fmt, skip_bad_lines)
         return
-    from ctxsim.inspect import inspect_trace, tables
+    from ctxsim.analysis.inspect import inspect_trace, tables
 
     trace, report = read_inputs(traces, fmt, skip_bad_lines)
     insp = inspect_trace(trace, report, tokenizer, largest, include_content)
     if as_json:
-        from ctxsim.cache_breaks import breaks_json, breaks_of
+        from ctxsim.analysis.cache_breaks import breaks_json, breaks_of
 
         data = insp.to_json(None)
         data["cache_breaks"] = breaks_json(breaks_of(trace))
@@ -103,8 +103,8 @@ def inspect_command(
 def account(traces: list[str], as_json: bool, by: str | None, since: str | None, until: str | None,
             tz: str | None, source: str | None, breaks: bool, fmt: str | None, skip_bad_lines: bool) -> None:
     """The accounting path: every input read one file at a time into small per-request records."""
-    from ctxsim import accounting as acc
-    from ctxsim.cache_breaks import breaks_json, breaks_tables
+    from ctxsim.analysis import accounting as acc
+    from ctxsim.analysis.cache_breaks import breaks_json, breaks_tables
 
     zone = acc.zone(tz)
     first = acc.parse_day(since, "--since") if since else None
@@ -136,7 +136,7 @@ def account(traces: list[str], as_json: bool, by: str | None, since: str | None,
 
 
 def print_tables(tables, notes, title: str) -> None:  # type: ignore[no-untyped-def]
-    from ctxsim.render.terminal import plain, rich_table
+    from ctxsim.reports._terminal import plain, rich_table
 
     out = sys.stdout
     if out.isatty():

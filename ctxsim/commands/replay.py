@@ -45,13 +45,13 @@ def replay(
 ) -> None:
     """Replay a trace request by request under one or more policies and meter every request."""
     from ctxsim.api import replay_trace
-    from ctxsim.render.terminal import emit
+    from ctxsim.reports._terminal import emit
 
     if every is not None and every <= 0:
         fail("--every must be positive")
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, jobs)
-    from ctxsim.policyspec import split_list
+    from ctxsim.policies.spec import split_list
 
     specs = [spec for text in policy or ["none"] for spec in split_list(text)]
     if not specs:
@@ -59,7 +59,7 @@ def replay(
     set_limits(max_line_bytes, max_input_bytes, max_messages)
     source = trace or default_trace()
     if output is not None:  # refused before the work, not after it
-        from ctxsim.fileio import check_output
+        from ctxsim._support.fileio import check_output
 
         check_output(output, [source, *spec_files(specs)], force)
     result = replay_trace(source, specs, fmt=fmt, options=opts, show_progress=True,

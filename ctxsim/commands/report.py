@@ -37,7 +37,7 @@ def report(
     force: ForceOpt = False,
 ) -> None:
     """Render a run artefact as terminal tables, Markdown, CSV, Parquet or charts (PNG, SVG)."""
-    from ctxsim.fileio import check_folder, check_output, output_path
+    from ctxsim._support.fileio import check_folder, check_output, output_path
     from ctxsim.reports import FORMATS, TABLES, bundle_entry, guess_format, markdown_links, render, write_bundle
     from ctxsim.reports._common import load_run
 
@@ -77,7 +77,7 @@ def report(
     elif fmt == "parquet" and output is None:
         fail("parquet is binary: give the file to write with -o")
     elif fmt == "table":
-        from ctxsim.render.terminal import emit
+        from ctxsim.reports._terminal import emit
 
         if output is None:
             emit(result, sys.stdout, None, sys.stdout.isatty())
@@ -110,7 +110,7 @@ def _write(path: Path, content: str | bytes, force: bool) -> Path:
 def _charts(result, fmt: str, output: Path | None, names: list[str] | None, single: bool,  # type: ignore[no-untyped-def]
             quiet: bool = False, run: Path | None = None, force: bool = False) -> list[Path]:
     """Charts to one file (`single`) or into a folder, each file checked before any is written."""
-    from ctxsim.fileio import check_output
+    from ctxsim._support.fileio import check_output
     from ctxsim.reports import charts, render
 
     table = charts()

@@ -51,7 +51,7 @@ completes a half-done one.
 @contextmanager
 def _progress(total: int, description: str) -> Iterator[Callable[[int], None]]:
     """A bar with an ETA on stderr, only on a terminal, after half a second (as render.progress does)."""
-    from ctxsim.render.progress import is_terminal
+    from ctxsim.reports._progress import is_terminal
 
     if total <= 0 or not is_terminal(sys.stderr):
         yield lambda n=1: None
@@ -104,7 +104,7 @@ def _check_out_dir(out: Path, inputs: Sequence[str]) -> None:
 
 def run_sweep(traces: Sequence[str], policy_specs: Sequence[str], budgets_text: str | None, opts: Any,
               fmt: str | None, out: Path | None, jobs: int | None, cluster: str | None) -> Any:
-    from ctxsim.parallel import available_cores
+    from ctxsim._support.parallel import available_cores
     from ctxsim.sweep import execute, expand_inputs, load_report, parse_budgets, plan
 
     budgets = parse_budgets(budgets_text)
@@ -123,7 +123,7 @@ def run_sweep(traces: Sequence[str], policy_specs: Sequence[str], budgets_text: 
     if p.skipped:
         typer.echo(f"note: {p.skipped} cell(s) already in {out}: skipped", err=True)
     if out is not None and not (out / "manifest.json").exists():  # marks the folder as a sweep's, for a resume
-        from ctxsim.fileio import atomic_write
+        from ctxsim._support.fileio import atomic_write
         from ctxsim.sweep import SCHEMA
 
         with atomic_write(out / "manifest.json") as f:
@@ -140,7 +140,7 @@ def run_sweep(traces: Sequence[str], policy_specs: Sequence[str], budgets_text: 
 
 
 def _write_outputs(report: Any, out: Path, per_session: bool = True) -> None:
-    from ctxsim.fileio import atomic_write
+    from ctxsim._support.fileio import atomic_write
     from ctxsim.sweep import csv_text
 
     with atomic_write(out / "summary.csv") as f:
@@ -152,14 +152,14 @@ def _write_outputs(report: Any, out: Path, per_session: bool = True) -> None:
 
 
 def _money(text: str) -> str:
-    from ctxsim.render.terminal import money
+    from ctxsim.reports._terminal import money
 
     value = Decimal(text)
     return ("-" if value < 0 else "") + money(abs(value))
 
 
 def policy_table(report: Any) -> Any:
-    from ctxsim.render.terminal import TableData
+    from ctxsim.reports._terminal import TableData
 
     headers, rows = report.policy_rows()
     loss = [h for h in headers if h.startswith("loss_")]
@@ -178,7 +178,7 @@ def policy_table(report: Any) -> Any:
 
 
 def session_table(report: Any) -> Any:
-    from ctxsim.render.terminal import TableData
+    from ctxsim.reports._terminal import TableData
 
     headers, rows = report.session_rows()
     out = []
@@ -193,7 +193,7 @@ def session_table(report: Any) -> Any:
 
 
 def emit(report: Any, per_session: bool, as_json: bool) -> None:
-    from ctxsim.render.terminal import plain, rich_table
+    from ctxsim.reports._terminal import plain, rich_table
 
     if as_json:
         headers, rows = report.policy_rows()
@@ -258,7 +258,7 @@ def sweep(
     skip_bad_lines: SkipBadOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
-    from ctxsim.policyspec import split_list
+    from ctxsim.policies.spec import split_list
 
     if jobs is not None and jobs < 1:
         raise CtxsimError(f"--jobs must be at least 1, got {jobs}")

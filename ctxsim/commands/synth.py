@@ -34,7 +34,7 @@ def synth(
     from ctxsim.synth import synthesize
 
     if output is not None:
-        from ctxsim.fileio import check_output
+        from ctxsim._support.fileio import check_output
 
         check_output(output, [], force)
     options: dict[str, object] = {}
@@ -52,7 +52,7 @@ def synth(
     if output is None:
         native.write(trace, sys.stdout)
         return
-    from ctxsim.fileio import atomic_write
+    from ctxsim._support.fileio import atomic_write
 
     with atomic_write(output, force=force) as out:
         native.write(trace, out)  # type: ignore[arg-type]

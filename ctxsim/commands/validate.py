@@ -30,7 +30,7 @@ def validate_command(
     max_messages: MaxMessagesOpt = None,
 ) -> None:
     """Replay under none (own model, provider) and compare each request with its recorded usage; calibrated."""
-    from ctxsim.validate import validate, validation_tables
+    from ctxsim.analysis.validate import validate, validation_tables
 
     if worst < 0:
         fail("--worst must not be negative")
@@ -38,7 +38,7 @@ def validate_command(
     trace, reports = read_inputs(traces, fmt, skip_bad_lines)
     # the readers' reports say where lines were skipped: the replay re-anchors there
     result = validate(trace, tokenizer, calibrate, mode="priors" if priors_only else "fit", reports=reports)
-    from ctxsim import preset_check
+    from ctxsim.analysis import preset_check
 
     checks = preset_check.check(trace, tokenizer)  # the product's own compactions against its preset
     if as_json:

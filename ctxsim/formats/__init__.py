@@ -37,10 +37,10 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import IO, Any
 
-from ctxsim.collector import gc_paused
+from ctxsim._support.collector import gc_paused
 from ctxsim.registry import Registry
 from ctxsim.errors import CtxsimError, TraceError, did_you_mean
-from ctxsim.fileio import Limits, input_limits
+from ctxsim._support.fileio import Limits, input_limits
 from ctxsim.model import Event, Message, Session, ToolCall, Trace, Usage, format_ts, parse_ts
 
 
@@ -141,7 +141,7 @@ def read_traces(paths: Iterable[str], fmt: str | None = None, skip_bad_lines: bo
     `fmt` forces one format for every file; otherwise each file's first bytes pick its reader.
     Malformed lines are an error that lists them unless `skip_bad_lines`; what was skipped is
     appended to `report` (one FileReport per file read). `limits` (default: those in force,
-    `ctxsim.fileio.input_limits()`) bound a line, an input and the messages of the whole trace.
+    `ctxsim._support.fileio.input_limits()`) bound a line, an input and the messages of the whole trace.
     """
     global _budget
     limits = limits or input_limits()
@@ -155,7 +155,7 @@ def read_traces(paths: Iterable[str], fmt: str | None = None, skip_bad_lines: bo
 
 def _read_traces(paths: list[str], fmt: str | None, skip_bad_lines: bool, report: list[FileReport] | None,
                  limits: Limits) -> Trace:
-    from ctxsim.fileio import read_stdin
+    from ctxsim._support.fileio import read_stdin
 
     if not paths:
         raise CtxsimError("no trace given")
@@ -268,7 +268,7 @@ _READ_ERRORS = (OSError, EOFError, zlib.error)
 
 
 def _head(path: str, limits: Limits | None = None) -> bytes:
-    from ctxsim.fileio import open_input
+    from ctxsim._support.fileio import open_input
 
     stream = open_input(path, limits)
     try:
@@ -316,7 +316,7 @@ def _read_one(path: str, data: bytes | None, fmt: str | None, skip_bad_lines: bo
 
 def _read_with(info: FormatInfo, path: str, data: bytes | None, skip_bad_lines: bool, limits: Limits
                ) -> tuple[FormatInfo, list[Session], str, FileReport]:
-    from ctxsim.fileio import open_input
+    from ctxsim._support.fileio import open_input
 
     stream: IO[bytes] = io.BytesIO(data) if data is not None else open_input(path, limits)
     file_report = FileReport(path, info.name)
@@ -395,7 +395,7 @@ class NativeSessions:
         """`limits` (default: those in force) bound a line (an over-long one is never held whole, `HashingReader`)
         and, with `budget` (a stream read on its own, not within `read_traces`), the messages of the file;
         `close`: the stream is closed once read."""
-        from ctxsim.fileio import HashingReader
+        from ctxsim._support.fileio import HashingReader
 
         limits = limits or input_limits()
         self.path = path
@@ -471,7 +471,7 @@ class SessionStream:
     def first_window(self) -> int | None:
         """The `window` of the first session header that has one (None: none has), found by a scan of the
         file that decodes only the lines that can be such a header (a second read, not a second parse)."""
-        from ctxsim.fileio import open_input
+        from ctxsim._support.fileio import open_input
 
         stream = open_input(self.reading.path)
         try:
@@ -504,7 +504,7 @@ def stream_trace(path: str, fmt: str | None = None, skip_bad_lines: bool = False
     `read_traces([path], fmt, skip_bad_lines)` reads, in the same order, one session at a time, under the
     same limits (a line, the input, `--max-messages`). `unless_usage`: None too when the file may record
     usage (`may_record_usage`): a calibration needs the whole trace."""
-    from ctxsim.fileio import open_input
+    from ctxsim._support.fileio import open_input
 
     if path == "-" or os.path.isdir(path) or (fmt is not None and fmt != "native"):
         return None
@@ -536,7 +536,7 @@ _USAGE_KEY_BYTES = 2 + 5 * 6
 def may_record_usage(path: str) -> bool:
     """Whether a native file may hold a message's `usage`, by a scan of its bytes (no parse): False only when
     the string "usage" appears nowhere, however it is spelt; unsure (a read error) is True."""
-    from ctxsim.fileio import open_input
+    from ctxsim._support.fileio import open_input
 
     try:
         stream = open_input(path)
@@ -623,7 +623,7 @@ class Source:
 
     def jsonl(self, stream: IO[bytes]) -> Iterator[Node]:
         """Every well-formed line as a Node; blank lines skipped, malformed ones collected."""
-        from ctxsim.fileio import read_lines
+        from ctxsim._support.fileio import read_lines
 
         for number, raw in enumerate(read_lines(stream, self.max_line_bytes), start=1):
             if raw is None:

@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import IO, Any
 
 from ctxsim.errors import TraceError
-from ctxsim.fileio import HashingReader, input_limits, open_input
+from ctxsim._support.fileio import HashingReader, input_limits, open_input
 from ctxsim.formats import LONE_SURROGATE, FormatInfo, count_message, register, replace_surrogates
 from ctxsim.model import ROLES, Event, Message, Session, ToolCall, Trace, Usage, parse_ts
 

@@ -10,43 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import Any
 
 from ctxsim.registry import Registry
 from ctxsim.errors import ParameterError, did_you_mean
-from ctxsim.history import Edit, History, Item
-from ctxsim.model import Message
+from ctxsim.history import History, Item
+from ctxsim.policies.base import Context, Policy, View
 from ctxsim.params import as_dict, build_params, split_spec
-
-
-class Context(NamedTuple):
-    """What a policy sees before request `request` (1-based within the run).
-
-    A named tuple: the engine makes one per stage and request, and a tuple is made in C.
-    """
-
-    history: History
-    request: int
-    window: int
-    size: Callable[[Message], int]  # token size of a message the policy might write
-    ts_s: float | None = None
-    prompt_before_tokens: int | None = None  # the prompt before any stage of this request acted
-
-
-class Policy(Protocol):
-    """Decides edits before each request.
-
-    Optional extras the engine looks for:
-    - `on_append(ctx, message) -> Rewrite | None`: change a message as it is appended
-      (tool-output truncation on append);
-    - `stages`: a sequence of policies run in order, each seeing the previous ones' edits
-      applied (a pipeline).
-    """
-
-    name: str
-    params: Any
-
-    def decide(self, ctx: Context) -> Sequence[Edit]: ...
 
 
 @dataclass(frozen=True)

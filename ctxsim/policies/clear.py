@@ -19,7 +19,7 @@ from operator import is_
 from typing import Literal
 
 from ctxsim.history import Edit, History, Item, Splice
-from ctxsim.memo import IdentityMemo
+from ctxsim._support.memo import IdentityMemo
 from ctxsim.model import ToolCall
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ctxsim.history import Edit, History, Item
-from ctxsim.memo import IdentityMemo
+from ctxsim._support.memo import IdentityMemo
 from ctxsim.params import field_doc
 from ctxsim.policies import Context, PolicyInfo, register
 from ctxsim.policies.recent import EditWatch, drop_splices

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxsim.counting import Framing
+from ctxsim.tokens.counting import Framing
 from ctxsim.registry import Registry
 
 

@@ -18,7 +18,7 @@ The threshold, by version (`THRESHOLDS`, newest last; `for_version` picks one):
 
 `ctxsim validate` replays a trace that recorded one of these compactions as if it had not
 compacted, under the preset for its version, and says where the preset compacts beside where the
-product did (ctxsim.preset_check).
+product did (ctxsim.analysis.preset_check).
 
 Not modelled: the files, skills and CLAUDE.md Claude Code re-injects after compaction, the
 time-based microcompact, and the cache read of the summarising request (ctxsim meters it

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ctxsim.caching.rendered import ByteLedger, RenderedTracker
-from ctxsim.counting import Framing, MessageSizer
+from ctxsim.tokens.counting import Framing, MessageSizer
 from ctxsim.policies import NoParams, Stages
 from ctxsim.presets import Preset, register
 

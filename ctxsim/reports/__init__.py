@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ctxsim.registry import Registry
 from ctxsim.errors import CtxsimError, did_you_mean
-from ctxsim.fileio import atomic_write, replace_folder
+from ctxsim._support.fileio import atomic_write, replace_folder
 from ctxsim.run import RunResult
 
 # Output formats, with the file suffixes they are guessed from.
@@ -161,7 +161,7 @@ def write_bundle(result: RunResult, folder: Path, force: bool = False, image_bas
     says how to get them. On a terminal, a progress line on stderr counts the files written.
     The same run gives the same bytes (Parquet aside).
     """
-    from ctxsim.render.progress import progress_bar
+    from ctxsim.reports._progress import progress_bar
     from ctxsim.reports._common import dumps_run
 
     check_image_base_url(image_base_url)

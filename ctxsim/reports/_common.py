@@ -18,7 +18,7 @@ from ctxsim.run import RunResult
 # ---------------------------------------------------------------- artefact
 def load_run(path: str | Path) -> RunResult:
     """Read run.json back, with a one-line error for anything that is not a run artefact."""
-    from ctxsim.fileio import check_regular_file
+    from ctxsim._support.fileio import check_regular_file
 
     target = Path(path)
     if target.is_dir():

@@ -321,7 +321,7 @@ def _side(name: str, m: dict[str, Any]) -> str:
 
 
 def table(d: Diff) -> Any:
-    from ctxsim.render.terminal import TableData
+    from ctxsim.reports._terminal import TableData
 
     from ctxsim.reports._common import short
 

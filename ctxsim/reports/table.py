@@ -12,7 +12,7 @@ from ctxsim.run import RunResult
 
 
 def render(result: RunResult, fmt: str, options: Options) -> str:
-    from ctxsim.render.terminal import emit
+    from ctxsim.reports._terminal import emit
 
     out = io.StringIO()
     emit(result, out, None, options.terminal)

@@ -1,7 +1,7 @@
 """Recorded usage for a synthetic trace: what a provider would have billed for each of its requests.
 
 A real log does not show everything a request carried, and the provider does not count with
-o200k. So that the calibration (ctxsim/calibrate.py) has something real to recover, the billed
+o200k. So that the calibration (ctxsim/analysis/calibrate.py) has something real to recover, the billed
 prompt of every request is made the way a provider makes it, from what the log does not show:
 
 - a hidden prefix of `hidden_tokens` (the product's system prompt and tool schemas, absent from the log);
@@ -59,7 +59,7 @@ def check(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _visible_fixed(trace: Trace) -> list[int]:
-    from ctxsim.counting import Framing, MessageSizer
+    from ctxsim.tokens.counting import Framing, MessageSizer
     from ctxsim.tokens import TokenCounter, get_tokenizer
 
     sizer = MessageSizer(TokenCounter(get_tokenizer("o200k_base")), Framing(message_tokens=0))
@@ -74,7 +74,7 @@ def expected_prefix(trace: Trace, hidden_tokens: int, token_scale: float) -> lis
 def record(trace: Trace, seed: int = 0, *, hidden_tokens: int, token_scale: float, message_tokens: int,
            cold_rate: float) -> Trace:
     """`trace` with every response's `usage` as the provider would have billed it (module doc)."""
-    from ctxsim.counting import Framing, MessageSizer
+    from ctxsim.tokens.counting import Framing, MessageSizer
     from ctxsim.engine import Replayer, Setup
     from ctxsim.policies import parse_policy
     from ctxsim.tokens import TokenCounter, get_tokenizer

@@ -55,7 +55,7 @@ def sample_path(name: str, checkout: Path | None) -> Path:
     target = cache_folder() / name
     if target.is_file():
         return target
-    from ctxsim.fileio import atomic_write
+    from ctxsim._support.fileio import atomic_write
 
     data = sample_text(name)
     try:

@@ -19,7 +19,7 @@ import tiktoken
 from tiktoken_ext import openai_public
 
 from ctxsim.errors import CtxsimError
-from ctxsim.parallel import plan_share, run_ordered
+from ctxsim._support.parallel import plan_share, run_ordered
 from ctxsim.tokens import TokenizerInfo, register
 
 ENCODINGS = ("o200k_base", "cl100k_base")

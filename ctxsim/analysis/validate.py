@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from ctxsim.calibrate import KEEPS_THINKING, TAG, Calibration, ProviderReasoningRule, calibration as calibrate_trace
-from ctxsim.calibrate import replay_none
+from ctxsim.analysis.calibrate import KEEPS_THINKING, TAG, Calibration, ProviderReasoningRule, calibration as calibrate_trace
+from ctxsim.analysis.calibrate import replay_none
 from ctxsim.caching import model_rules
 from ctxsim.engine import Setup
 from ctxsim.errors import CtxsimError
@@ -160,7 +160,7 @@ def validate(trace: Trace, tokenizer: str = "o200k_base", calibrate: bool = True
              calibration: Calibration | None = None, *, mode: str = "fit", reports: Any = None) -> Validation:
     """Replay `trace` under `none` with its own provider and model, and compare with its usage.
 
-    Calibrated (`ctxsim.calibrate.calibration`, `mode` fit or priors; `reports`: the readers'
+    Calibrated (`ctxsim.analysis.calibrate.calibration`, `mode` fit or priors; `reports`: the readers'
     FileReports, so skipped lines re-anchor) unless `calibrate` is false; the provider's rules
     apply either way. Recorded costs use the estimated output of placeholder counts.
     """
@@ -344,7 +344,7 @@ def _pct(value: float) -> str:
 
 
 def validation_tables(v: Validation, worst: int = 10) -> tuple[list[Any], list[str]]:
-    from ctxsim.render.terminal import TableData
+    from ctxsim.reports._terminal import TableData
 
     out = []
     cal = v.calibration

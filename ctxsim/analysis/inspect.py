@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from ctxsim.counting import MessageSizer
+from ctxsim.tokens.counting import MessageSizer
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import FileReport
 from ctxsim.meter import percentile
@@ -387,7 +387,7 @@ def _share(part: int, whole: int) -> str:
 
 def tables(insp: Inspection, by: str | None = None, timeline: bool = True) -> tuple[list[Any], list[str]]:
     """The inspection as tables (render.terminal.TableData) and note lines."""
-    from ctxsim.render.terminal import TableData
+    from ctxsim.reports._terminal import TableData
 
     t = insp.totals
     per_request = t.requests_with_usage > 0

@@ -113,7 +113,7 @@ def check(trace: Trace, tokenizer: str = "o200k_base") -> list[CompactionCheck]:
         pairs.append((before, session, event, product))
     if not pairs:
         return []
-    from ctxsim.calibrate import fit
+    from ctxsim.analysis.calibrate import fit
 
     calibration = fit(trace, tokenizer)
     return [_check(before, after, event, product, calibration, tokenizer)
@@ -123,7 +123,7 @@ def check(trace: Trace, tokenizer: str = "o200k_base") -> list[CompactionCheck]:
 def _check(before: Session, after: Session, event: Any, product: str, calibration: Any,
            tokenizer: str) -> CompactionCheck:
     from ctxsim.api import Options, replay_choices
-    from ctxsim.policyspec import resolve
+    from ctxsim.policies.spec import resolve
 
     version = before.extra.get("cli_version") or after.extra.get("cli_version")
     spec, threshold, source = _spec(product, str(version) if version else None)
@@ -165,7 +165,7 @@ def _threshold(policy: Any, window: int) -> int:
 
 def table(checks: list[CompactionCheck]) -> Any:
     """The checks as one terminal table (render.terminal.TableData)."""
-    from ctxsim.render.terminal import TableData
+    from ctxsim.reports._terminal import TableData
 
     def n(value: int | None) -> str:
         return "-" if value is None else f"{value:,}"

@@ -57,7 +57,7 @@ from importlib.resources import files
 from statistics import median
 from typing import Any
 
-from ctxsim.counting import Framing, MessageSizer
+from ctxsim.tokens.counting import Framing, MessageSizer
 from ctxsim.engine import Replayer, Setup
 from ctxsim.history import Edit, History, Splice
 from ctxsim.model import Message, Session, Trace
@@ -184,7 +184,7 @@ class TokenPrior:
 
 @cache
 def _priors_data() -> dict[str, Any]:
-    return tomllib.loads((files("ctxsim") / "calibration_priors.toml").read_text(encoding="utf-8"))
+    return tomllib.loads((files("ctxsim.analysis") / "calibration_priors.toml").read_text(encoding="utf-8"))
 
 
 def token_prior(tokenizer: str, provider: str) -> TokenPrior:

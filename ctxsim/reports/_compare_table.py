@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from ctxsim.meter import Totals
-from ctxsim.render.terminal import TableData, column_names, money, pct, recorded_cost_cell
+from ctxsim.reports._terminal import TableData, column_names, money, pct, recorded_cost_cell
 from ctxsim.run import RunResult, none_run, recorded_of_result
 
 OVERFLOW = "window-reserve"

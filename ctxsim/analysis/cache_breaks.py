@@ -72,7 +72,7 @@ def _human(m: Message) -> bool:
 
 
 def _duration(seconds: float) -> str:
-    from ctxsim.validate import _duration as duration
+    from ctxsim.analysis.validate import _duration as duration
 
     return duration(seconds)
 
@@ -96,7 +96,7 @@ def rebilled(pricer: Any, m: Message, lost: int) -> Decimal | None:
 
 def breaks_of(trace: Trace, names: dict[str, str] | None = None, prices: Any = None) -> list[Break]:
     """Every cache break in the trace's sessions (a session continuing another carries its cache on)."""
-    from ctxsim.inspect import _Prices
+    from ctxsim.analysis.inspect import _Prices
 
     prices = prices or _Prices()
     last_of: dict[str, _Last] = {}
@@ -206,8 +206,8 @@ def breaks_json(breaks: list[Break]) -> dict[str, Any]:
 
 
 def breaks_tables(breaks: list[Break]) -> list[Any]:
-    from ctxsim.inspect import _money, _n
-    from ctxsim.render.terminal import TableData
+    from ctxsim.analysis.inspect import _money, _n
+    from ctxsim.reports._terminal import TableData
 
     rows = [[b.session, _n(b.request), (b.ts or "")[:19].replace("T", " "), b.cause, _n(b.cacheable_tokens),
              _n(b.read_tokens), _n(b.lost_tokens), _money(b.rebilled_usd), b.detail] for b in breaks]

@@ -27,7 +27,7 @@ from typing import Any
 
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import FileReport, read_traces
-from ctxsim.inspect import Totals, _Prices, totals_of
+from ctxsim.analysis.inspect import Totals, _Prices, totals_of
 from ctxsim.model import Session, Trace
 from ctxsim.pricing import Bill
 
@@ -159,7 +159,7 @@ class Corpus:
 def read_corpus(inputs: Iterable[tuple[str, str | None]], skip_bad_lines: bool = False,
                 home: str | None = None) -> Corpus:
     """Read each (path, format or None) one at a time into small charges; the trace is dropped after each."""
-    from ctxsim.cache_breaks import breaks_of
+    from ctxsim.analysis.cache_breaks import breaks_of
 
     prices = _Prices()
     found: list[Any] = []
@@ -309,8 +309,8 @@ def report_json(corpus: Corpus, charges: list[Charge], by: str | None, tz: tzinf
 
 def report_tables(corpus: Corpus, charges: list[Charge], by: str | None, tz: tzinfo, since: date | None,
                   until: date | None, untimed: int) -> tuple[list[Any], list[str]]:
-    from ctxsim.inspect import _money, _n
-    from ctxsim.render.terminal import TableData
+    from ctxsim.analysis.inspect import _money, _n
+    from ctxsim.reports._terminal import TableData
 
     head = ["requests", "input", "write 5m", "write 1h", "read", "output", "hit rate", "cost"]
 

@@ -1,0 +1,1 @@
+"""Support the pipeline leans on but that is not part of it: files, processes, memos, the collector."""

@@ -1,0 +1,2 @@
+"""Analyses of a trace that run no policy: inspect (usage accounting, cache breaks), validate,
+calibrate, the preset check."""

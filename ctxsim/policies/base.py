@@ -1,0 +1,219 @@
+"""The policy contract: what a policy sees, what it may return, and how it learns of changes.
+
+A policy is an object with a `name`, its `params`, and one required method:
+
+    decide(view) -> Sequence[Edit | Change]
+
+called before every model request. `view` is a read-only `View` of the live history (its
+items in order, the call/result pairs, the prompt and prefix sizes, the request number and
+the window). The policy answers with edits that *name items*, never positions:
+
+    Drop(items)                      the items leave the prompt
+    Replace(item, message)           a stub in the item's place (marked `cleared`)
+    Truncate(item, message)          a shorter copy in the item's place
+    Summarize(items, message, call)  the items leave; one summary takes the first one's place
+    Insert(message, before)          a marker or note put before an item (at the end: None)
+
+An `Edit(kind, changes, note)` groups changes into one logged event (`clear` replacing six
+results is one event); a bare change is an event of its own, of kind `drop`, `clear`,
+`truncate`, `compact` or `insert`. The engine works out the positions, applies the changes,
+checks the invariants (no pinned message touched, no tool result left without its call, no
+item named twice) and logs the events. A policy never changes the history itself.
+
+Optional members the engine looks for:
+
+- `observe(removed, added)`: called after every change to the history, whichever stage made
+  it: an appended message is `observe((), (item,))`, an applied splice is the items it
+  removed and those it put in their place (in order, already in the history). An
+  incremental policy keeps its state from these calls alone, with no rescanning; the same hook
+  serves any observer (the loss meter).
+- `start()`: called before each session's first message: a policy forgets what it learnt of
+  the previous session.
+- `on_append(view, message) -> Rewrite | None`: change a message as it is appended (tool
+  output truncated on arrival).
+- `stages`: a sequence of policies run in order, each seeing the earlier ones' edits (a
+  pipeline).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, Union
+
+from ctxsim.history import Item, Rewrite, SideCall
+from ctxsim.model import Message, ToolCall
+
+if TYPE_CHECKING:
+    from ctxsim.history import History
+
+
+# ---------------------------------------------------------------- what a policy sees
+
+
+class View:
+    """A read-only view of the live history before one request (one per stage and request).
+
+    Reading is O(1) except where said: `items` is the history's own list, not a copy (read it,
+    never change it).
+    """
+
+    __slots__ = ("_history", "request", "window", "size", "ts_s", "prompt_before_tokens")
+
+    def __init__(self, history: History, request: int, window: int, size: Callable[[Message], int],
+                 ts_s: float | None = None, prompt_before_tokens: int | None = None) -> None:
+        self._history = history
+        self.request = request  # 1-based within the run
+        self.window = window
+        self.size = size  # the token size of a message the policy might write
+        self.ts_s = ts_s  # the request's time (epoch seconds) when the log has one
+        self.prompt_before_tokens = prompt_before_tokens  # the prompt before any stage of this request acted
+
+    @property
+    def history(self) -> History:
+        """The history itself. Transitional: policies read the view's members instead."""
+        return self._history
+
+    @property
+    def items(self) -> Sequence[Item]:
+        """The live items, in prompt order; `item.pos` is an item's index here."""
+        return self._history.items
+
+    def __len__(self) -> int:
+        return len(self._history.items)
+
+    @property
+    def prompt_tokens(self) -> int:
+        """The whole prompt: the fixed head (tools, system) and every item."""
+        return self._history.prompt_tokens
+
+    @property
+    def message_tokens(self) -> int:
+        """The items alone, without the fixed head."""
+        return self._history.message_tokens
+
+    @property
+    def base_tokens(self) -> int:
+        """The fixed head of every request: tools and system prompt."""
+        return self._history.base_tokens
+
+    def prefix_tokens(self, boundary: int) -> int:
+        """Prompt tokens before item `boundary` (the head included)."""
+        return self._history.prefix_tokens(boundary)
+
+    def result_of(self, call_id: str) -> Item | None:
+        """The live tool result answering call `call_id`, if any."""
+        return self._history.result_of(call_id)
+
+    def holder_of(self, call_id: str) -> Item | None:
+        """The live assistant item holding call `call_id`, if any."""
+        return self._history.holder_of(call_id)
+
+    def call_of(self, call_id: str | None) -> ToolCall | None:
+        """The call with this id, as the item holding it has it (None when none does)."""
+        return self._history.call_of(call_id)
+
+    def pairs(self) -> Iterator[tuple[Item, ToolCall, Item | None]]:
+        """(holder, call, result or None) for every call in the history, in order. O(items)."""
+        history = self._history
+        for item in history.items:
+            for call in item.message.tool_calls:
+                if history.holder_of(call.id) is item:
+                    yield item, call, history.result_of(call.id)
+
+    def turns(self) -> list[int]:
+        """The positions where a user turn begins (a recorded user message). O(items)."""
+        return [i for i, item in enumerate(self._history.items)
+                if item.message.role == "user" and not item.inserted]
+
+
+Context = View  # the name policies have used for what they see
+
+
+# ---------------------------------------------------------------- what a policy returns
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    """The items leave the prompt (a call and its results must leave together)."""
+
+    items: tuple[Item, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Replace:
+    """`message` takes `item`'s place, marked `cleared` (a stub). `tokens`: its size when the policy
+    models it (else counted); `tags`: the new item's tags (None: the old item's)."""
+
+    item: Item
+    message: Message
+    tokens: int | None = None
+    tags: frozenset[str] | None = None
+    cleared: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Truncate:
+    """A shorter copy of `item` in its place (it keeps the item's flags and tags)."""
+
+    item: Item
+    message: Message
+    tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Summarize:
+    """The items leave; `message` (a summary the policy wrote, marked `inserted`) takes the place of the
+    first of them. `call`: the model request that wrote it, metered as its own row."""
+
+    items: tuple[Item, ...]
+    message: Message
+    call: SideCall | None = None
+    tokens: int | None = None
+    tags: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Insert:
+    """`message` (marked `inserted`) put just before `before` (at the end when None)."""
+
+    message: Message
+    before: Item | None = None
+    tokens: int | None = None
+    tags: frozenset[str] = frozenset()
+
+
+Change = Union[Drop, Replace, Truncate, Summarize, Insert]
+
+DEFAULT_KIND: dict[type, str] = {Drop: "drop", Replace: "clear", Truncate: "truncate", Summarize: "compact",
+                                 Insert: "insert"}
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Changes logged as one event of `kind`. `calls`: model requests the operation made that no
+    `Summarize` carries."""
+
+    kind: str
+    changes: tuple[Change, ...]
+    note: str = ""
+    calls: tuple[SideCall, ...] = ()
+
+
+class Policy(Protocol):
+    """Decides edits before each request (see the module's text for the optional members)."""
+
+    name: str
+    params: Any
+
+    def decide(self, view: View) -> Sequence[Any]: ...
+
+
+class Observer(Protocol):
+    """Anything told of every change to the history (a policy's state, the loss meter)."""
+
+    def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None: ...
+
+
+__all__ = ["View", "Context", "Drop", "Replace", "Truncate", "Summarize", "Insert", "Change", "Edit", "Policy",
+           "Observer", "Rewrite", "SideCall", "Item", "DEFAULT_KIND"]
