@@ -9,7 +9,8 @@ from ctxsim._support.collector import gc_paused
 from ctxsim.tokens.counting import Framing, MessageSizer
 from ctxsim.engine import DEFAULT_RESERVE, PolicyRun, Replayer, Setup
 from ctxsim.errors import CtxsimError
-from ctxsim.formats import FileReport, SessionStream, read_traces
+from ctxsim.formats import FileReport, read_traces
+from ctxsim.formats.native import SessionStream
 from ctxsim.model import Session, Trace
 from ctxsim._support.parallel import at_most, plan_jobs, run_ordered
 from ctxsim.params import as_dict
@@ -162,7 +163,7 @@ def replay_trace(path: str, policy_specs: Sequence[str], *, fmt: str | None = No
     if not choices:
         raise CtxsimError("no policies to replay")
     if stream and not providers:
-        from ctxsim.formats import stream_trace
+        from ctxsim.formats.native import stream_trace
 
         # A calibration fits on the whole trace: streamed only when there is nothing to fit (no usage).
         sessions = stream_trace(path, fmt, opts.skip_bad_lines, unless_usage=opts.calibrate)

@@ -203,7 +203,7 @@ def expand_inputs(patterns: Sequence[str], fmt: str | None = None,
     The files of a folder that no reader takes are appended to `left_out` with why (a file named
     alone is read, and fails there if it is not a trace)."""
     from ctxsim._support.fileio import input_limits
-    from ctxsim.formats import _scan_directory
+    from ctxsim.formats import scan_directory
 
     out: list[str] = []
     ignored = left_out if left_out is not None else []
@@ -217,7 +217,7 @@ def expand_inputs(patterns: Sequence[str], fmt: str | None = None,
 
     for pattern in patterns:
         if os.path.isdir(pattern):
-            found, skipped = _scan_directory(pattern, fmt, input_limits())
+            found, skipped = scan_directory(pattern, fmt, input_limits())
             ignored.extend(skipped)
             if not found:
                 raise CtxsimError(f"{pattern}: no trace files found in this directory")
@@ -231,7 +231,7 @@ def expand_inputs(patterns: Sequence[str], fmt: str | None = None,
                 raise CtxsimError(f"{pattern}: no file matches this pattern")
             for match in matches:
                 if os.path.isdir(match):
-                    found, skipped = _scan_directory(match, fmt, input_limits())
+                    found, skipped = scan_directory(match, fmt, input_limits())
                     ignored.extend(skipped)
                     for path in found:
                         add(path)

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 from ctxsim.errors import CtxsimError
 from ctxsim._support.fileio import Limits
-from ctxsim.formats import SessionBuilder, _read_one, native, read_traces
+from ctxsim.formats import SessionBuilder, native, read_traces
+from ctxsim.formats._input import read_one as _read_one
 from ctxsim.model import Message, ToolCall, Trace, Usage, format_ts
 
 FUZZ_EXAMPLES = int(os.environ.get("CTXSIM_FUZZ_EXAMPLES", "200"))

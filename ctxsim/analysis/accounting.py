@@ -341,12 +341,12 @@ def report_tables(corpus: Corpus, charges: list[Charge], by: str | None, tz: tzi
 
 def expand(paths: list[str], fmt: str | None) -> list[tuple[str, str | None]]:
     """Each input as files (a directory searched as `read_traces` searches it), to read one at a time."""
-    from ctxsim.formats import _scan_directory
+    from ctxsim.formats import scan_directory
 
     out: list[tuple[str, str | None]] = []
     for path in paths:
         if path != "-" and os.path.isdir(path):
-            found, ignored = _scan_directory(path, fmt)
+            found, ignored = scan_directory(path, fmt)
             if not found:
                 raise CtxsimError(f"{path}: no trace files found in this directory"
                                   + (f" ({len(ignored)} other file(s), e.g. {ignored[0][0]}: {ignored[0][1]})"

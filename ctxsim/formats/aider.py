@@ -26,8 +26,11 @@ from decimal import Decimal, InvalidOperation
 from typing import IO, Any
 
 from ctxsim.errors import TraceError
-from ctxsim.formats import FormatInfo, SessionBuilder, Source, format_ts, frozen, register, split_model
-from ctxsim.model import Message, Session, Usage, parse_ts
+from ctxsim.formats import FormatInfo, register
+from ctxsim.formats._session import SessionBuilder, frozen
+from ctxsim.formats._source import Source
+from ctxsim.formats._usage import split_model
+from ctxsim.model import Message, Session, Usage, format_ts, parse_ts
 
 NAME = "aider"
 HEADER = re.compile(r"^# aider chat started at (\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})\s*$")

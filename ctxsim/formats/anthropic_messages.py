@@ -18,10 +18,13 @@ from __future__ import annotations
 from typing import IO, Any
 
 from ctxsim.errors import TraceError
-from ctxsim.formats import (
-    Conversation, FormatInfo, Node, Source, frozen, head_text, image_tokens, kind_of, register, sniff_json_head,
-    text_of, usage_anthropic,
-)
+from ctxsim.formats import FormatInfo, register
+from ctxsim.formats._content import image_tokens, text_of
+from ctxsim.formats._node import Node, kind_of
+from ctxsim.formats._session import Conversation, frozen
+from ctxsim.formats._sniff import head_text, sniff_json_head
+from ctxsim.formats._source import Source
+from ctxsim.formats._usage import usage_anthropic
 from ctxsim.formats.claude_code import _assistant_block, _Response
 from ctxsim.model import Message, Session
 
@@ -49,9 +52,9 @@ def _user(node: Node, ts: str | None) -> list[Message]:
     for block in content.items():
         v = block.value
         if isinstance(v, dict) and v.get("type") == "tool_result":
-            call_id = block.str("tool_use_id", required=True)
+            call_id = block.string("tool_use_id", required=True)
             text, more = text_of(block.child("content"), _images)
-            out.append(Message("tool", text, ts=ts, tool_call_id=call_id, is_error=block.bool("is_error"),
+            out.append(Message("tool", text, ts=ts, tool_call_id=call_id, is_error=block.boolean("is_error"),
                                extra_tokens=more, line=node.line))
         else:
             text, more = text_of(Node([v], block.source, block.line, block.path[:-1]), _images)
@@ -78,10 +81,10 @@ def _assistant(node: Node, ts: str | None, usage: Any = None, model: str | None 
 
 def _messages(request: Node, ts: str | None) -> list[Message]:
     out: list[Message] = []
-    for m in request.list("messages", required=True):
+    for m in request.array("messages", required=True):
         if not m.is_obj():
             raise m.fail(f"must be a message (an object), got {kind_of(m.value)}")
-        role = m.str("role", required=True)
+        role = m.string("role", required=True)
         if role == "user":
             out.extend(_user(m, ts))
         elif role == "assistant":
@@ -99,15 +102,15 @@ def _exchange(node: Node, conv: Conversation) -> None:
     tools = request.tools()
     history = _messages(request, None)
     answer = None
-    model = request.str("model")
+    model = request.string("model")
     if response is not None:
         if response.get("type") == "error" or "error" in response and "content" not in response:
             answer = None
         else:
             usage_node = response.obj("usage")
-            model = response.str("model") or model
+            model = response.string("model") or model
             answer = _assistant(response, ts, usage_anthropic(usage_node) if usage_node else None, model,
-                                {"response_id": response.str("id")} if response.str("id") else None)
+                                {"response_id": response.string("id")} if response.string("id") else None)
     if history and ts and history[-1].ts is None:
         history[-1] = Message(history[-1].role, history[-1].content, ts=ts, thinking=history[-1].thinking,
                               tool_calls=history[-1].tool_calls, tool_call_id=history[-1].tool_call_id,

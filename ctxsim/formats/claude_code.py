@@ -37,10 +37,13 @@ from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 from ctxsim.errors import TraceError
-from ctxsim.formats import (
-    FormatInfo, IMAGE_FALLBACK_TOKENS, Node, SessionBuilder, Source, frozen, image_tokens, kind_of, register,
-    sniff_jsonl_records, text_of, usage_anthropic,
-)
+from ctxsim.formats import FormatInfo, register
+from ctxsim.formats._content import IMAGE_FALLBACK_TOKENS, image_tokens, text_of
+from ctxsim.formats._node import Node, kind_of
+from ctxsim.formats._session import SessionBuilder, frozen
+from ctxsim.formats._sniff import sniff_jsonl_records
+from ctxsim.formats._source import Source
+from ctxsim.formats._usage import usage_anthropic
 from ctxsim.model import Message, Session, ToolCall, Usage
 
 NAME = "claude-code"
@@ -182,17 +185,17 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
 
     def stream_for(node: Node) -> _Stream:
         nonlocal session_id
-        sid = node.str("sessionId") or session_id or stem
+        sid = node.string("sessionId") or session_id or stem
         session_id = session_id or sid
         if _is_sidechain(node):
-            agent = node.str("agentId") or "sidechain"
+            agent = node.string("agentId") or "sidechain"
             key = f"{sid}/agent-{agent}"
             extra: dict[str, Any] = {"claude_session_id": sid, "agent_id": agent, "sidechain": True}
         else:
             key = sid
             extra = {"claude_session_id": sid}
         if key not in streams:
-            version = node.str("version")
+            version = node.string("version")
             if version:
                 extra["cli_version"] = version
             cwd = node.value.get("cwd")
@@ -267,7 +270,7 @@ def _system(node: Node, stream_for: Any) -> None:
         fields = {}
         if meta is not None:
             fields = {"pre_tokens": meta.count("preTokens"), "post_tokens": meta.count("postTokens"),
-                      "trigger": meta.str("trigger"), "duration_ms": meta.count("durationMs")}
+                      "trigger": meta.string("trigger"), "duration_ms": meta.count("durationMs")}
         stream_for(node).compaction(node.ts("timestamp"), fields)
     elif subtype == "microcompact_boundary":
         meta = node.obj("microcompactMetadata")
@@ -276,18 +279,18 @@ def _system(node: Node, stream_for: Any) -> None:
         s.builder.event("microcompact", node.ts("timestamp"),
                         pre_tokens=meta.count("preTokens") if meta else None,
                         tokens_saved=meta.count("tokensSaved") if meta else None,
-                        trigger=meta.str("trigger") if meta else None)
+                        trigger=meta.string("trigger") if meta else None)
 
 
 def _assistant(node: Node, stream_for: Any, seen: set[tuple[str, str]], counts: dict[str, int]) -> None:
     message = node.obj("message", required=True)
     assert message is not None
-    model = message.str("model")
+    model = message.string("model")
     if model == "<synthetic>" or node.get("isApiErrorMessage") is True:
         counts["synthetic"] += 1
         return
-    mid = message.str("id")
-    rid = node.str("requestId")
+    mid = message.string("id")
+    rid = node.string("requestId")
     key = (rid or "", mid or "") if (mid or rid) else None
     usage_node = message.obj("usage")
     usage = usage_anthropic(usage_node) if usage_node is not None else None
@@ -334,16 +337,16 @@ def _assistant_block(block: Node, response: _Response) -> None:
         raise block.fail(f"must be a content block (an object), got {kind_of(v)}")
     kind = v.get("type")
     if kind == "text":
-        response.texts.append(block.str("text") or "")
+        response.texts.append(block.string("text") or "")
     elif kind == "thinking":
-        text = block.str("thinking")
+        text = block.string("thinking")
         if text:
             response.thinking.append(text)
     elif kind == "redacted_thinking":
         pass  # encrypted: its size cannot be known from the log
     elif kind == "tool_use":
-        call_id = block.str("id", required=True)
-        name = block.str("name", required=True)
+        call_id = block.string("id", required=True)
+        name = block.string("name", required=True)
         response.calls.append(ToolCall(call_id, name, v.get("input")))  # type: ignore[arg-type]
     elif kind == "image":
         response.extra_tokens += image_tokens(block, "anthropic")
@@ -409,14 +412,14 @@ def _user(node: Node, stream_for: Any) -> None:
             v = block.value
             kind = v.get("type") if isinstance(v, dict) else None
             if kind == "tool_result":
-                call_id = block.str("tool_use_id", required=True)
+                call_id = block.string("tool_use_id", required=True)
                 text, more = text_of(block.child("content"), _images)
-                out.append(Message("tool", text, ts=ts, tool_call_id=call_id, is_error=block.bool("is_error"),
+                out.append(Message("tool", text, ts=ts, tool_call_id=call_id, is_error=block.boolean("is_error"),
                                    extra_tokens=more, line=node.line))
             elif kind == "document":
                 src = block.obj("source")
                 if src is not None and src.get("type") == "text":
-                    texts.append(src.str("data") or "")
+                    texts.append(src.string("data") or "")
                 else:
                     more_tokens += IMAGE_FALLBACK_TOKENS  # a PDF: its size is not knowable here
             else:

@@ -37,10 +37,12 @@ import os
 from decimal import Decimal, InvalidOperation
 from typing import IO, Any
 
-from ctxsim.formats import (
-    FormatInfo, Node, SessionBuilder, Source, frozen, head_text, kind_of, register, sniff_json_head, split_model,
-)
-from ctxsim.formats import _restated
+from ctxsim.formats import FormatInfo, register
+from ctxsim.formats._node import Node, kind_of
+from ctxsim.formats._session import SessionBuilder, frozen, restated
+from ctxsim.formats._sniff import head_text, sniff_json_head
+from ctxsim.formats._source import Source
+from ctxsim.formats._usage import split_model
 from ctxsim.formats.anthropic_messages import _assistant, _user
 from ctxsim.model import Message, Session, Usage
 
@@ -226,7 +228,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                 for index in range(added):  # what the agent still sends: the kept history, restated
                     if not left_out(index, rng):
                         for message in messages_of(index, start_ts):
-                            builder.add(_restated(message) if message.role == "assistant" else message)
+                            builder.add(restated(message) if message.role == "assistant" else message)
             signature = now
         while pending_deleted and pending_deleted[0][0] <= n:
             _, ts, counts = pending_deleted.pop(0)

@@ -30,10 +30,12 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ctxsim.errors import TraceError
-from ctxsim.formats import (
-    FormatInfo, Node, SessionBuilder, Source, arguments_of, frozen, image_tokens, register,
-    sniff_jsonl_records, text_of,
-)
+from ctxsim.formats import FormatInfo, register
+from ctxsim.formats._content import image_tokens, text_of
+from ctxsim.formats._node import Node
+from ctxsim.formats._session import SessionBuilder, arguments_of, frozen
+from ctxsim.formats._sniff import sniff_jsonl_records
+from ctxsim.formats._source import Source
 from ctxsim.model import Message, Session, ToolCall, Usage
 
 NAME = "codex"
@@ -131,16 +133,16 @@ class _Reader:
         assert payload is not None
         if self.session_id is not None:
             return  # a resumed or forked file repeats it
-        self.session_id = payload.str("id") or self.stem
+        self.session_id = payload.string("id") or self.stem
         self.header["ts"] = payload.ts("timestamp") or node.ts("timestamp")
         base = payload.get("base_instructions")
         if isinstance(base, dict):
             base = base.get("text")
         if isinstance(base, str) and base:
             self.header["system"] = base
-        extra = {"codex_session_id": self.session_id, "cli_version": payload.str("cli_version"),
-                 "originator": payload.str("originator"), "forked_from_id": payload.str("forked_from_id"),
-                 "cwd": payload.str("cwd")}
+        extra = {"codex_session_id": self.session_id, "cli_version": payload.string("cli_version"),
+                 "originator": payload.string("originator"), "forked_from_id": payload.string("forked_from_id"),
+                 "cwd": payload.string("cwd")}
         self._builder().extra.update({k: v for k, v in extra.items() if v})
         if self.builder is not None:
             self.builder.id = self.session_id
@@ -149,7 +151,7 @@ class _Reader:
     def turn_context(self, node: Node) -> None:
         payload = node.obj("payload", required=True)
         assert payload is not None
-        model = payload.str("model")
+        model = payload.string("model")
         if model:
             self.model = model
             if not self.header.get("model"):
@@ -160,15 +162,15 @@ class _Reader:
     def item(self, node: Node) -> None:
         payload = node.obj("payload", required=True)
         assert payload is not None
-        kind = payload.str("type", required=True)
+        kind = payload.string("type", required=True)
         ts = node.ts("timestamp")
         if kind == "message":
-            role = payload.str("role", required=True)
+            role = payload.string("role", required=True)
             text, extra_tokens = text_of(payload.child("content"), _images)
             if role == "assistant":
                 response = self._response(node, ts)
                 response.texts.append(text)
-                phase = payload.str("phase")
+                phase = payload.string("phase")
                 if phase:
                     response.phases.append(phase)
                 return
@@ -181,37 +183,37 @@ class _Reader:
                 self.initial_context.append(message)
             self._add(message)
         elif kind == "reasoning":
-            summary = payload.list("summary")
-            texts = [s.str("text") or "" for s in summary if s.is_obj()]
+            summary = payload.array("summary")
+            texts = [s.string("text") or "" for s in summary if s.is_obj()]
             response = self._response(node, ts)
             if texts:
                 response.thinking.append("\n".join(texts))
             elif payload.get("encrypted_content"):
                 response.thinking.append("")
         elif kind == "function_call":
-            call_id = payload.str("call_id") or payload.str("id")
+            call_id = payload.string("call_id") or payload.string("id")
             if not call_id:
                 raise payload.fail("is missing", "call_id")
-            name = payload.str("name", required=True)
+            name = payload.string("name", required=True)
             raw = payload.get("arguments")
             if raw is not None and not isinstance(raw, (str, dict)):
                 raise payload.fail(f"must be a JSON string, got {type(raw).__name__}", "arguments")
             self._response(node, ts).calls.append(ToolCall(call_id, name or "", arguments_of(raw)))
         elif kind == "custom_tool_call":
-            call_id = payload.str("call_id", required=True)
-            name = payload.str("name", required=True)
+            call_id = payload.string("call_id", required=True)
+            name = payload.string("name", required=True)
             self._response(node, ts).calls.append(ToolCall(call_id or "", name or "", payload.get("input")))
         elif kind == "local_shell_call":
-            call_id = payload.str("call_id") or payload.str("id")
+            call_id = payload.string("call_id") or payload.string("id")
             if not call_id:
                 raise payload.fail("is missing", "call_id")
             self._response(node, ts).calls.append(ToolCall(call_id, "local_shell", payload.get("action")))
         elif kind == "web_search_call":
             # a hosted tool: the search runs on OpenAI's side and its results are not in the log
-            call_id = payload.str("id") or payload.str("call_id") or f"web_search@{node.line}"
+            call_id = payload.string("id") or payload.string("call_id") or f"web_search@{node.line}"
             self._response(node, ts).calls.append(ToolCall(call_id, "web_search", payload.get("action") or {}))
         elif kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
-            call_id = payload.str("call_id", required=True)
+            call_id = payload.string("call_id", required=True)
             output = payload.child("output")
             if isinstance(output.value, dict) and "content" in output.value:
                 output = output.child("content")
@@ -233,7 +235,7 @@ class _Reader:
     def event(self, node: Node) -> None:
         payload = node.obj("payload", required=True)
         assert payload is not None
-        kind = payload.str("type", required=True)
+        kind = payload.string("type", required=True)
         if kind == "token_count":
             self.token_count(node, payload)
         elif kind == "turn_aborted":
@@ -351,8 +353,8 @@ class _Reader:
     def compacted(self, node: Node) -> None:
         payload = node.obj("payload", required=True)
         assert payload is not None
-        summary = payload.str("message") or ""
-        history = payload.list("replacement_history") if payload.get("replacement_history") is not None else None
+        summary = payload.string("message") or ""
+        history = payload.array("replacement_history") if payload.get("replacement_history") is not None else None
         if self.event_builder is not None and self.event_builder is self.builder and self.just_compacted:
             # the context_compacted event came first: this record is the same compaction, with its history
             self.builders.remove(self.event_builder)

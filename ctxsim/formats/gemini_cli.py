@@ -28,9 +28,12 @@ from __future__ import annotations
 import json
 from typing import IO, Any
 
-from ctxsim.formats import (
-    FormatInfo, Node, SessionBuilder, Source, arguments_of, frozen, head_text, register, sniff_json_head, split_model,
-)
+from ctxsim.formats import FormatInfo, register
+from ctxsim.formats._node import Node
+from ctxsim.formats._session import SessionBuilder, arguments_of, frozen
+from ctxsim.formats._sniff import head_text, sniff_json_head
+from ctxsim.formats._source import Source
+from ctxsim.formats._usage import split_model
 from ctxsim.model import Message, Session, ToolCall, Usage
 
 NAME = "gemini-cli"
@@ -107,7 +110,7 @@ class _Reader:
 
     def messages(self, record: Node) -> list[Message]:
         """The canonical messages of one MessageRecord (a response and its tool results)."""
-        kind = record.str("type") or "untyped"
+        kind = record.string("type") or "untyped"
         ts = record.ts("timestamp")
         if kind == "user":
             text, extra = _parts(record.child("content"))
@@ -117,27 +120,27 @@ class _Reader:
             return []
         text, extra = _parts(record.child("content"))
         thoughts = []
-        for thought in record.list("thoughts"):
+        for thought in record.array("thoughts"):
             if thought.is_obj():
-                subject, description = thought.str("subject") or "", thought.str("description") or ""
+                subject, description = thought.string("subject") or "", thought.string("description") or ""
                 thoughts.append(f"{subject}: {description}" if subject and description else subject or description)
         calls: list[ToolCall] = []
         results: list[Message] = []
-        for n, call in enumerate(record.list("toolCalls")):
+        for n, call in enumerate(record.array("toolCalls")):
             if not call.is_obj():
                 raise call.fail("must be a tool call (an object)")
-            call_id = call.str("id") or f"{record.str('id') or 'call'}-{n}"
-            name = call.str("name", required=True) or ""
+            call_id = call.string("id") or f"{record.string('id') or 'call'}-{n}"
+            name = call.string("name", required=True) or ""
             calls.append(ToolCall(call_id, name, arguments_of(call.get("args"))))
             result = call.child("result")
             if result.value is None:
                 continue  # a call that never ran (cancelled before execution): no result was sent
             body, more = _parts(result)
-            status = call.str("status")
+            status = call.string("status")
             results.append(Message("tool", body, ts=call.ts("timestamp") or ts, tool_call_id=call_id, name=name,
                                    is_error=status in ("error", "cancelled"), extra_tokens=more))
         tokens = record.obj("tokens")
-        _, model = split_model(record.str("model"))
+        _, model = split_model(record.string("model"))
         # the thought summaries are shown, not sent back: Gemini CLI keeps thought parts out of the history
         response = Message("assistant", text, ts=ts, tool_calls=tuple(calls),
                            usage=_usage(tokens) if tokens is not None else None, model=model, extra_tokens=extra,
@@ -160,7 +163,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             raise doc.fail("expected a Gemini CLI chat {sessionId, messages}")
         header = {k: doc.get(k) for k in ("sessionId", "projectHash", "startTime") if doc.get(k) is not None}
         header["startTime"] = doc.ts("startTime")
-        records = [m for m in doc.list("messages", required=True)]
+        records = [m for m in doc.array("messages", required=True)]
     else:
         for node in nodes:
             if "$rewindTo" in node:

@@ -27,10 +27,13 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import IO, Any
 
-from ctxsim.formats import (
-    FormatInfo, Node, SessionBuilder, Source, any_usage, frozen, image_tokens, openai_tool_calls, register,
-    sniff_json_object_text, split_model, text_of,
-)
+from ctxsim.formats import FormatInfo, register
+from ctxsim.formats._content import image_tokens, text_of
+from ctxsim.formats._node import Node
+from ctxsim.formats._session import SessionBuilder, frozen, openai_tool_calls
+from ctxsim.formats._sniff import sniff_json_object_text
+from ctxsim.formats._source import Source
+from ctxsim.formats._usage import any_usage, split_model
 from ctxsim.model import Message, Session, Usage
 
 NAME = "mini-swe-agent"
@@ -62,16 +65,16 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
         config = info.obj("config")
         model_config = config.obj("model") if config is not None else None
         if model_config is not None:
-            config_model = model_config.str("model_name")
+            config_model = model_config.string("model_name")
     provider, model = split_model(config_model)
-    builder = SessionBuilder(doc.str("instance_id") or stem, source=NAME, model=model, provider=provider)
-    builder.extra["trajectory_format"] = doc.str("trajectory_format")
+    builder = SessionBuilder(doc.string("instance_id") or stem, source=NAME, model=model, provider=provider)
+    builder.extra["trajectory_format"] = doc.string("trajectory_format")
     skipped: dict[str, int] = {}
     served: set[str] = set()
-    for node in doc.list("messages", required=True):
+    for node in doc.array("messages", required=True):
         if not node.is_obj():
             raise node.fail("must be a message (an object with role and content)")
-        role = node.str("role", required=True)
+        role = node.string("role", required=True)
         extra_node = node.obj("extra")
         ts = extra_node.ts("timestamp") if extra_node is not None else None
         text, more = text_of(node.child("content"), _images)
@@ -82,7 +85,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             tagged = frozen({"tool": "bash"}) if role == "user" and "<returncode>" in text else frozen(None)
             builder.add(Message(role, text, ts=ts, extra_tokens=more, extra=tagged))  # type: ignore[arg-type]
         elif role == "tool":
-            call_id = node.str("tool_call_id", required=True)
+            call_id = node.string("tool_call_id", required=True)
             builder.add(Message("tool", text, ts=ts, tool_call_id=call_id, extra_tokens=more))
         elif role == "assistant":
             response = extra_node.obj("response") if extra_node is not None else None
@@ -91,7 +94,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             if response is not None:
                 usage_node = response.obj("usage")
                 usage = any_usage(usage_node) if usage_node is not None else None
-                _, model_name = split_model(response.str("model"))
+                _, model_name = split_model(response.string("model"))
                 ts = ts or response.ts("created")
                 if usage is not None and usage_node is not None:
                     details = usage_node.obj("completion_tokens_details")  # may be null
@@ -107,9 +110,9 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                 served.add(model_name)
             calls = openai_tool_calls(node)
             extra: dict[str, Any] = {}
-            if response is not None and response.str("id"):
-                extra["response_id"] = response.str("id")
-            builder.add(Message("assistant", text, ts=ts, thinking=node.str("reasoning_content"),
+            if response is not None and response.string("id"):
+                extra["response_id"] = response.string("id")
+            builder.add(Message("assistant", text, ts=ts, thinking=node.string("reasoning_content"),
                                 tool_calls=tuple(calls), usage=usage, model=model_name or model, extra_tokens=more,
                                 extra=frozen(extra)))
         else:
@@ -129,8 +132,8 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             if calls is not None and calls > answered:
                 source.note(f"api_calls counts {calls}, the log holds {answered} responses: "
                             f"{calls - answered} call(s) left no response (failed calls)")
-        if info.str("exit_status"):
-            builder.extra["exit_status"] = info.str("exit_status")
+        if info.string("exit_status"):
+            builder.extra["exit_status"] = info.string("exit_status")
     if skipped:
         source.note("skipped messages never sent to the model: " + ", ".join(
             f"{n} of role {r!r}" for r, n in sorted(skipped.items())))

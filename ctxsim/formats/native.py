@@ -1,22 +1,30 @@
 """ctxsim JSONL, version 1: the pinned native trace format (DESIGN.md section 3).
 
-Read line by line (a file of any size streams), several sessions per file,
-unknown fields kept; the writer's output reads back and writes again to the
-same bytes. Every problem is reported as `file:line: what is wrong`.
+Read line by line (a file of any size streams: `stream_trace`), several sessions
+per file, unknown fields kept; the writer's output reads back and writes again to
+the same bytes. Every problem is reported as `file:line: what is wrong`. Read
+strictly (`FormatInfo.strict`): only foreign formats are read liberally.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import IO, Any
 
-from ctxsim.errors import TraceError
-from ctxsim._support.fileio import HashingReader, input_limits, open_input
-from ctxsim.formats import LONE_SURROGATE, FormatInfo, count_message, register, replace_surrogates
+from ctxsim._support.fileio import HashingReader, Limits, input_limits, open_input
+from ctxsim.errors import CtxsimError, TraceError
+from ctxsim.formats import FormatInfo, detect, register
+from ctxsim.formats._input import READ_ERRORS, FileReport, HashingStream, MessageBudget, count_message, head_of, stem
+from ctxsim.formats._source import LONE_SURROGATE, Source, replace_surrogates
 from ctxsim.model import ROLES, Event, Message, Session, ToolCall, Trace, Usage, parse_ts
 
+NAME = "native"
 VERSION = 1
 # A single request above this many tokens is not a real usage record.
 MAX_TOKENS = 100_000_000
@@ -338,6 +346,25 @@ def iter_sessions(records: Iterable[tuple[int, dict[str, Any]]], path: str,
     yield builder.build(stem if done == 0 else f"{stem}-{done + 1}")
 
 
+def iter_parse(stream: IO[bytes], source: Source, count: Callable[[int | None], None] = count_message
+               ) -> Iterator[Session]:
+    """The sessions of a native JSONL input, each as soon as it ends (`iter_sessions`). Malformed lines are
+    collected by `source` as they pass; when a record is wrong, the rest of the input is still read for them,
+    and their error (`source.finish`) comes first."""
+    records = source.records(stream)
+    try:
+        yield from iter_sessions(records, source.path, count)
+    except TraceError:
+        for _ in records:  # the malformed lines after it
+            pass
+        source.finish()
+        raise
+
+
+def parse(stream: IO[bytes], source: Source) -> list[Session]:
+    return list(iter_parse(stream, source))
+
+
 def read_stream(stream: IO[bytes], path: str, max_line_bytes: int | None = None) -> Trace:
     reader = HashingReader(stream, max_line_bytes)
     sessions = tuple(iter_sessions(iter_records(reader, path), path))
@@ -447,5 +474,139 @@ def sniff(head: bytes) -> str | None:
     return "no records in the first bytes"
 
 
-register(FormatInfo(name="native", description="ctxsim JSONL v1 (DESIGN.md section 3)",
-                    read=read, sniff=sniff, module=__name__))
+# ---------------------------------------------------------------- streaming
+
+
+class NativeSessions:
+    """The sessions of one native JSONL file read on its own (not within `read_traces`), line by line and given
+    out one at a time (memory: the session being read, not the file), under the limits in force (a line, the
+    input, `--max-messages` over the file). Malformed lines are an error listing them unless skipped, as in
+    `read_traces` (`iter_parse`). `digest` (SHA-256 of every byte) once read; the stream is closed once read."""
+
+    def __init__(self, stream: IO[bytes], path: str, skip_bad_lines: bool, file_report: FileReport,
+                 limits: Limits | None = None) -> None:
+        limits = limits or input_limits()
+        self.path = path
+        self.file_report = file_report
+        self._stream = stream
+        self._hashing = HashingStream(stream)
+        self._source = Source(path, skip_bad_lines, limits.max_line_bytes, strict=True)
+        self._budget = MessageBudget(limits.max_messages)
+        self._budget.path = path
+        self.digest: str | None = None
+
+    def __iter__(self) -> Iterator[Session]:
+        try:
+            yield from iter_parse(io.BufferedReader(self._hashing, 1 << 16), self._source, self._budget.add)
+            self._source.finish()
+        except READ_ERRORS as exc:
+            raise TraceError(self.path, None, f"cannot read the file ({exc})") from None
+        finally:
+            self._stream.close()
+        self.file_report.skipped_lines = [line for line, _ in self._source.bad_lines]
+        self.digest = self._hashing.digest
+
+
+
+
+@dataclass
+class SessionStream:
+    """One native trace file read as a stream of sessions (`stream_trace`): sessions in file order, their ids
+    made unique as `read_traces` makes them; `digest` and `report` are complete once the sessions are."""
+
+    name: str
+    reading: NativeSessions
+    report: FileReport
+
+    def __iter__(self) -> Iterator[Session]:
+        seen: dict[str, int] = {}
+        for session in self.reading:
+            n = seen.get(session.id, 0)
+            seen[session.id] = n + 1
+            yield session if n == 0 else replace(session, id=f"{session.id}-{n + 1}")
+        self.report.sessions = sum(seen.values())
+
+    def first_window(self) -> int | None:
+        """The `window` of the first session header that has one (None: none has), found by a scan of the
+        file that decodes only the lines that can be such a header (a second read, not a second parse)."""
+        stream = open_input(self.reading.path)
+        try:
+            for line in stream:
+                if b'"window"' in line and b'"session"' in line:
+                    try:
+                        record = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(record, dict) and record.get("type") == "session" and record.get("window"):
+                        window = record["window"]
+                        return window if isinstance(window, int) and not isinstance(window, bool) else None
+        except READ_ERRORS:
+            return None  # the reading itself says what is wrong
+        finally:
+            stream.close()
+        return None
+
+    @property
+    def digest(self) -> str:
+        if self.reading.digest is None:
+            raise CtxsimError(f"{self.reading.path}: the digest is known once every session is read")
+        return self.reading.digest
+
+
+def stream_trace(path: str, fmt: str | None = None, skip_bad_lines: bool = False, *,
+                 unless_usage: bool = False) -> SessionStream | None:
+    """`path` as a stream of sessions when it is one native JSONL file (by `fmt` or by its first bytes);
+    None otherwise (a folder, stdin, another format: read it whole with `read_traces`). The stream reads what
+    `read_traces([path], fmt, skip_bad_lines)` reads, in the same order, one session at a time, under the
+    same limits (a line, the input, `--max-messages`). `unless_usage`: None too when the file may record
+    usage (`may_record_usage`): a calibration needs the whole trace."""
+    if path == "-" or os.path.isdir(path) or (fmt is not None and fmt != NAME):
+        return None
+    try:
+        head = head_of(path)
+    except (CtxsimError, *READ_ERRORS):
+        return None  # read_traces says what is wrong
+    if not head.strip():
+        return None
+    if fmt is None:
+        try:
+            if detect(path, head).name != NAME:
+                return None
+        except CtxsimError:
+            return None
+    if unless_usage and may_record_usage(path):
+        return None
+    report = FileReport(path, NAME)
+    stream = open_input(path)
+    reading = NativeSessions(stream, path, skip_bad_lines, report)
+    return SessionStream(stem(path), reading, report)
+
+
+# The JSON string "usage", each letter as itself or as its \u escape (a key may be spelt so: "\u0075sage").
+_USAGE_KEY = re.compile(rb'"(?:u|\\u0075)(?:s|\\u0073)(?:a|\\u0061)(?:g|\\u0067)(?:e|\\u0065)"')
+_USAGE_KEY_BYTES = 2 + 5 * 6
+
+
+def may_record_usage(path: str) -> bool:
+    """Whether a native file may hold a message's `usage`, by a scan of its bytes (no parse): False only when
+    the string "usage" appears nowhere, however it is spelt; unsure (a read error) is True."""
+    try:
+        stream = open_input(path)
+        try:
+            tail = b""
+            while True:
+                chunk = stream.read(1 << 20)
+                if not chunk:
+                    return False
+                window = tail + chunk
+                if _USAGE_KEY.search(window) is not None:
+                    return True
+                tail = window[-(_USAGE_KEY_BYTES - 1):]
+        finally:
+            stream.close()
+    except (CtxsimError, *READ_ERRORS):
+        return True
+
+
+register(FormatInfo(name=NAME, description="ctxsim JSONL v1 (DESIGN.md section 3)",
+                    sniff=sniff, module=__name__, parse=parse, strict=True))

@@ -23,10 +23,13 @@ from __future__ import annotations
 from typing import IO, Any
 
 from ctxsim.errors import TraceError
-from ctxsim.formats import (
-    Conversation, FormatInfo, Node, Source, any_usage, arguments_of, frozen, head_text, image_tokens,
-    openai_tool_calls, register, sniff_json_head, split_model, text_of,
-)
+from ctxsim.formats import FormatInfo, register
+from ctxsim.formats._content import image_tokens, text_of
+from ctxsim.formats._node import Node
+from ctxsim.formats._session import Conversation, arguments_of, frozen, openai_tool_calls
+from ctxsim.formats._sniff import head_text, sniff_json_head
+from ctxsim.formats._source import Source
+from ctxsim.formats._usage import any_usage, split_model
 from ctxsim.model import Message, Session, ToolCall
 
 NAME = "openai-chat"
@@ -55,7 +58,7 @@ class _Messages:
     def convert(self, node: Node, ts: str | None = None) -> Message:
         if not node.is_obj():
             raise node.fail("must be a message (an object with role and content)")
-        role = node.str("role", required=True)
+        role = node.string("role", required=True)
         if role not in ROLES:
             raise node.fail(f"unknown role {role!r} (expected one of {', '.join(sorted(ROLES))})", "role")
         text, more = text_of(node.child("content"), _images)
@@ -65,24 +68,24 @@ class _Messages:
         if role == "user":
             return Message("user", text, ts=when, extra_tokens=more, line=node.line)
         if role == "tool":
-            call_id = node.str("tool_call_id", required=True)
-            return Message("tool", text, ts=when, tool_call_id=call_id, name=node.str("name"), extra_tokens=more,
+            call_id = node.string("tool_call_id", required=True)
+            return Message("tool", text, ts=when, tool_call_id=call_id, name=node.string("name"), extra_tokens=more,
                            line=node.line)
         if role == "function":
             call_id = self.last_function_call or "function-call"
-            return Message("tool", text, ts=when, tool_call_id=call_id, name=node.str("name"), line=node.line)
+            return Message("tool", text, ts=when, tool_call_id=call_id, name=node.string("name"), line=node.line)
         calls = openai_tool_calls(node)
         legacy = node.obj("function_call")
         if legacy is not None:
             self.function_calls += 1
             self.last_function_call = f"function-call-{self.function_calls}"
-            calls.append(ToolCall(self.last_function_call, legacy.str("name", required=True) or "",
+            calls.append(ToolCall(self.last_function_call, legacy.string("name", required=True) or "",
                                   arguments_of(legacy.get("arguments"))))
         usage_node = node.obj("usage")
         usage = any_usage(usage_node) if usage_node is not None else None
-        thinking = node.str("reasoning_content") or node.str("reasoning")
+        thinking = node.string("reasoning_content") or node.string("reasoning")
         return Message("assistant", text, ts=when, thinking=thinking or None, tool_calls=tuple(calls), usage=usage,
-                       model=node.str("model"), extra_tokens=more, line=node.line)
+                       model=node.string("model"), extra_tokens=more, line=node.line)
 
 
 def _conversation(doc: Node, conv: Conversation, messages_node: list[Node], convert: _Messages,
@@ -97,13 +100,13 @@ def _exchange(node: Node, conv: Conversation, convert: _Messages) -> None:
     request = node.obj("request", required=True)
     assert request is not None
     response = node.obj("response")
-    messages = request.list("messages", required=True)
+    messages = request.array("messages", required=True)
     system, rest = convert.system_prefix(messages)
     tools = request.tools()
     converted = [convert.convert(m) for m in rest]
     answer = None
     if response is not None:
-        choices = response.list("choices", required=True)
+        choices = response.array("choices", required=True)
         if not choices:
             raise response.fail("is empty: no choice to read", "choices")
         message = choices[0].obj("message", required=True)
@@ -111,13 +114,13 @@ def _exchange(node: Node, conv: Conversation, convert: _Messages) -> None:
         ts = response.ts("created") or node.ts("ts") or node.ts("timestamp")
         answer = convert.convert(message, ts)
         usage_node = response.obj("usage")
-        model = response.str("model") or request.str("model")
+        model = response.string("model") or request.string("model")
         answer = Message("assistant", answer.content, ts=answer.ts or ts, thinking=answer.thinking,
                          tool_calls=answer.tool_calls, usage=any_usage(usage_node) if usage_node else answer.usage,
                          model=model, extra_tokens=answer.extra_tokens,
-                         extra=frozen({"response_id": response.str("id")} if response.str("id") else {}),
+                         extra=frozen({"response_id": response.string("id")} if response.string("id") else {}),
                          line=node.line)
-    model = request.str("model") or (response.str("model") if response is not None else None)
+    model = request.string("model") or (response.string("model") if response is not None else None)
     if model and not conv.header.get("model"):
         provider, _ = split_model(model)
         conv.header["model"] = model
@@ -136,7 +139,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                 if "request" in node:
                     _exchange(node, conv, convert)
                 elif "messages" in node:
-                    _conversation(node, conv, node.list("messages"), convert, node.tools(), node.str("model"))
+                    _conversation(node, conv, node.array("messages"), convert, node.tools(), node.string("model"))
                 else:
                     source.bad(node.line, "expected an exchange {request, response} or {messages: [...]}")
             except TraceError as exc:
@@ -154,7 +157,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
         elif isinstance(value, dict) and "request" in value:
             _exchange(doc, conv, convert)
         elif isinstance(value, dict) and "messages" in value:
-            _conversation(doc, conv, doc.list("messages", required=True), convert, doc.tools(), doc.str("model"))
+            _conversation(doc, conv, doc.array("messages", required=True), convert, doc.tools(), doc.string("model"))
         else:
             raise doc.fail("expected a message array, {messages: [...]} or {request, response} exchanges")
     model = conv.header.get("model") or next(

@@ -26,10 +26,13 @@ from __future__ import annotations
 from typing import IO, Any
 
 from ctxsim.errors import TraceError
-from ctxsim.formats import (
-    FormatInfo, Node, SessionBuilder, Source, any_usage, frozen, head_text, image_tokens, openai_tool_calls, kind_of,
-    register, sniff_json_head, split_model, text_of,
-)
+from ctxsim.formats import FormatInfo, register
+from ctxsim.formats._content import image_tokens, text_of
+from ctxsim.formats._node import Node, kind_of
+from ctxsim.formats._session import SessionBuilder, frozen, openai_tool_calls
+from ctxsim.formats._sniff import head_text, sniff_json_head
+from ctxsim.formats._source import Source
+from ctxsim.formats._usage import any_usage, split_model
 from ctxsim.model import Message, Session, ToolCall, Usage
 
 NAME = "openhands"
@@ -56,10 +59,10 @@ class _Reader:
         metrics = event.obj("llm_metrics")
         if metrics is None:
             return
-        for entry in metrics.list("token_usages"):
+        for entry in metrics.array("token_usages"):
             if not entry.is_obj():
                 continue
-            rid = entry.str("response_id")
+            rid = entry.string("response_id")
             if rid and rid not in self.metric_usage:
                 self.metric_usage[rid] = any_usage(entry)
 
@@ -69,9 +72,9 @@ class _Reader:
         self._usage_from_metrics(event)
         ts = event.ts("timestamp")
         eid = event.value.get("id")
-        source = event.str("source")
-        action = event.str("action")
-        observation = event.str("observation")
+        source = event.string("source")
+        action = event.string("action")
+        observation = event.string("observation")
         if action is not None:
             self.action(event, eid, source, action, ts)
         elif observation is not None:
@@ -81,22 +84,22 @@ class _Reader:
         args = event.obj("args")
         if action == "system":
             if args is not None:
-                self.builder.header["system"] = args.str("content")
+                self.builder.header["system"] = args.string("content")
                 tools = args.get("tools")
                 if isinstance(tools, list):
                     self.builder.header["tools"] = [t for t in tools if isinstance(t, dict)]
             return
         if action == "condensation":
-            summary = args.str("summary") if args is not None else None
+            summary = args.string("summary") if args is not None else None
             self.builder.event("compaction", ts, condenser=True,
-                               forgotten=len(args.list("forgotten_event_ids")) if args is not None else None)
+                               forgotten=len(args.array("forgotten_event_ids")) if args is not None else None)
             if summary:
                 self.builder.add(Message("summary", summary, ts=ts, line=event.line))
             return
         if source == "user":
             if action == "message":
-                text = (args.str("content") if args is not None else None) or event.str("message") or ""
-                images = len(args.list("image_urls")) if args is not None else 0
+                text = (args.string("content") if args is not None else None) or event.string("message") or ""
+                images = len(args.array("image_urls")) if args is not None else 0
                 self.builder.add(Message("user", text, ts=ts, extra_tokens=images * 1600, line=event.line))
             return
         if source != "agent" or action in SILENT_ACTIONS:
@@ -106,10 +109,10 @@ class _Reader:
         meta = event.obj("tool_call_metadata")
         if meta is not None:
             response = meta.obj("model_response")
-            call_id = meta.str("tool_call_id")
+            call_id = meta.string("tool_call_id")
             if isinstance(eid, int) and call_id:
                 self.call_of_action[eid] = call_id
-            rid = response.str("id") if response is not None else None
+            rid = response.string("id") if response is not None else None
             if rid is None or rid in self.responses:
                 return  # the rest of a response already read
             self.responses.add(rid)
@@ -118,8 +121,8 @@ class _Reader:
         if action in TEXT_ACTIONS:
             text = ""
             if args is not None:
-                text = args.str("content") or args.str("final_thought") or args.str("thought") or ""
-            text = text or event.str("message") or ""
+                text = args.string("content") or args.string("final_thought") or args.string("thought") or ""
+            text = text or event.string("message") or ""
             # newer files attach llm_metrics to the event an LLM call produced: its unread usage is this one's
             rid = next((r for r in reversed(list(self.metric_usage)) if r not in self.responses), None)
             if rid is not None:
@@ -132,7 +135,7 @@ class _Reader:
                                      extra=frozen({"usage_not_logged": True}), line=event.line))
 
     def _response(self, response: Node, meta: Node, ts: str | None, event: Node) -> Message:
-        choices = response.list("choices")
+        choices = response.array("choices")
         text = ""
         calls: list[ToolCall] = []
         thinking = None
@@ -140,16 +143,16 @@ class _Reader:
             message = choices[0].obj("message")
             if message is not None:
                 text, _ = text_of(message.child("content"))
-                thinking = message.str("reasoning_content")
+                thinking = message.string("reasoning_content")
                 calls.extend(openai_tool_calls(message))
-        if not calls and meta.str("tool_call_id"):
-            calls.append(ToolCall(meta.str("tool_call_id") or "", meta.str("function_name") or "tool", None))
+        if not calls and meta.string("tool_call_id"):
+            calls.append(ToolCall(meta.string("tool_call_id") or "", meta.string("function_name") or "tool", None))
         usage_node = response.obj("usage")
-        rid = response.str("id") or ""
+        rid = response.string("id") or ""
         usage = any_usage(usage_node) if usage_node is not None else self.metric_usage.get(rid)
-        _, model = split_model(response.str("model"))
+        _, model = split_model(response.string("model"))
         if model and not self.builder.header.get("model"):
-            provider, _ = split_model(response.str("model"))
+            provider, _ = split_model(response.string("model"))
             self.builder.header["model"] = model
             self.builder.header["provider"] = self.builder.header.get("provider") or provider
         return Message("assistant", text, ts=ts, thinking=thinking, tool_calls=tuple(calls), usage=usage,
@@ -161,13 +164,13 @@ class _Reader:
         cause = event.value.get("cause")
         if not isinstance(cause, int) or isinstance(cause, bool):
             return  # no action caused it
-        if event.str("source") == "user" or cause not in self.agent_actions:
+        if event.string("source") == "user" or cause not in self.agent_actions:
             return  # not the answer to something the model did
-        content = event.str("content") or ""
+        content = event.string("content") or ""
         extras = event.obj("extras")
         meta = extras.obj("metadata") if extras is not None else None
         if meta is not None:
-            prefix, suffix = meta.str("prefix") or "", meta.str("suffix") or ""
+            prefix, suffix = meta.string("prefix") or "", meta.string("suffix") or ""
             content = f"{prefix}{content}{suffix}"
         call_id = self.call_of_action.get(cause)
         if call_id:
@@ -202,9 +205,9 @@ def _instance(node: Node, source: Source, default_id: str) -> Session:
     model = None
     if metadata is not None:
         llm = metadata.obj("llm_config")
-        model = llm.str("model") if llm is not None else None
+        model = llm.string("model") if llm is not None else None
     sid = node.value.get("instance_id")
-    return _events_session(node.list("history", required=True), source,
+    return _events_session(node.array("history", required=True), source,
                            str(sid) if sid is not None else default_id, model)
 
 

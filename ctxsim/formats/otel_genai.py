@@ -36,12 +36,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import IO, Any
 
-from ctxsim.formats import _key  # the key Conversation compares messages by
-from ctxsim.formats import (
-    Conversation, FormatInfo, Node, Source, arguments_of, format_ts, frozen, head_text, register,
-    sniff_json_head, split_model,
-)
-from ctxsim.model import Message, Session, ToolCall, Usage
+from ctxsim.formats import FormatInfo, register
+from ctxsim.formats._node import Node
+from ctxsim.formats._session import Conversation, arguments_of, frozen, message_key
+from ctxsim.formats._sniff import head_text, sniff_json_head
+from ctxsim.formats._source import Source
+from ctxsim.formats._usage import split_model
+from ctxsim.model import Message, Session, ToolCall, Usage, format_ts
 
 NAME = "otel-genai"
 CHAT_OPERATIONS = {"chat", "call_llm", "text_completion", "generate_content", "completion"}
@@ -138,9 +139,9 @@ def _id(value: Any) -> str | None:
 
 def _spans_otlp(doc: Node, line: int | None) -> list[_Span]:
     out = []
-    for resource in doc.list("resourceSpans"):
-        for scope in resource.list("scopeSpans") or resource.list("instrumentationLibrarySpans"):
-            for span in scope.list("spans"):
+    for resource in doc.array("resourceSpans"):
+        for scope in resource.array("scopeSpans") or resource.array("instrumentationLibrarySpans"):
+            for span in scope.array("spans"):
                 if not span.is_obj():
                     raise span.fail("must be a span (an object)")
                 v = span.value
@@ -155,7 +156,7 @@ def _spans_otlp(doc: Node, line: int | None) -> list[_Span]:
 
 def _spans_anyagent(doc: Node) -> list[_Span]:
     out = []
-    for span in doc.list("spans", required=True):
+    for span in doc.array("spans", required=True):
         if not span.is_obj():
             raise span.fail("must be a span (an object)")
         v = span.value
@@ -512,7 +513,7 @@ def _continue(conv: Conversation, fresh: list[Message], response: Message) -> No
     builder = conv.builders[-1]
     for message in [*fresh, response]:
         builder.add(message)
-        conv.keys.append(_key(message))
+        conv.keys.append(message_key(message))
 
 
 def _answer(conv: Conversation, pending: list[Message]) -> list[Message]:

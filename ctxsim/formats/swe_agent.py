@@ -20,10 +20,13 @@ import json
 import re
 from typing import IO, Any
 
-from ctxsim.formats import (
-    FormatInfo, Node, SessionBuilder, Source, frozen, image_tokens, openai_tool_calls, register,
-    sniff_json_object_text, split_model, text_of,
-)
+from ctxsim.formats import FormatInfo, register
+from ctxsim.formats._content import image_tokens, text_of
+from ctxsim.formats._node import Node
+from ctxsim.formats._session import SessionBuilder, frozen, openai_tool_calls
+from ctxsim.formats._sniff import sniff_json_object_text
+from ctxsim.formats._source import Source
+from ctxsim.formats._usage import split_model
 from ctxsim.model import Message, Session
 
 NAME = "swe-agent"
@@ -80,14 +83,14 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
     builder = SessionBuilder(stem, source=NAME, model=model, provider=provider)
     if model is None:
         source.note("the model is not recorded (SWE-agent 0.x keeps it in the run directory name); pass --model")
-    history = doc.list("history") if doc.get("history") is not None else None
+    history = doc.array("history") if doc.get("history") is not None else None
     last_command: str | None = None
     if history:
         system_done = False
         for item in history:
             if not item.is_obj():
                 raise item.fail("must be a message (an object with role and content)")
-            role = item.str("role", required=True)
+            role = item.string("role", required=True)
             text, more = text_of(item.child("content"), _images)
             extra: dict[str, Any] = {}
             if item.get("agent") and item.get("agent") != "primary":
@@ -113,7 +116,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                 last_command = _command(item.get("action")) if not calls else None
             elif role == "tool":
                 ids = item.get("tool_call_ids")
-                call_id = ids[0] if isinstance(ids, list) and ids and isinstance(ids[0], str) else item.str(
+                call_id = ids[0] if isinstance(ids, list) and ids and isinstance(ids[0], str) else item.string(
                     "tool_call_id")
                 if not call_id:
                     raise item.fail("is missing (a tool message answers a call)", "tool_call_ids")
@@ -121,12 +124,12 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             else:
                 raise item.fail(f"unknown role {role!r} (expected system, user, assistant or tool)", "role")
     else:
-        steps = doc.list("trajectory", required=True)
+        steps = doc.array("trajectory", required=True)
         for step in steps:
             if not step.is_obj():
                 raise step.fail("must be a trajectory step (an object)")
-            response = step.str("response") or ""
-            observation = step.str("observation") or ""
+            response = step.string("response") or ""
+            observation = step.string("observation") or ""
             builder.add(Message("assistant", response, model=model))
             builder.add(Message("user", observation, extra=frozen({"tool": _command(step.get("action"))}
                                                                     if _command(step.get("action")) else {})))
@@ -140,7 +143,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                 "cost_usd": str(stats.number("instance_cost")) if stats.number("instance_cost") is not None else None,
             }
             builder.extra["recorded_totals"] = {k: v for k, v in totals.items() if v is not None}
-        status = info.str("exit_status")
+        status = info.string("exit_status")
         if status:
             builder.extra["exit_status"] = status
     if not builder.messages:
