@@ -14,7 +14,6 @@ from typing import Any
 
 from ctxsim.registry import Registry
 from ctxsim.errors import ParameterError, did_you_mean
-from ctxsim.history import History, Item
 from ctxsim.policies.base import Context, Policy, View
 from ctxsim.params import as_dict, build_params, split_spec
 
@@ -82,7 +81,3 @@ def replay_weight(policy: Policy) -> float:
     from ctxsim.api import replay_weight as weight
 
     return weight(policy)
-
-
-def tool_result_items(history: History) -> list[tuple[int, Item]]:
-    return [(i, it) for i, it in enumerate(history.items) if it.message.role == "tool"]

@@ -41,9 +41,9 @@ long as the session's history.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-import weakref
 from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from ctxsim.history import Item, Rewrite, SideCall

@@ -155,6 +155,19 @@ def _position(item: Item) -> int:
     return item.pos
 
 
+class HierarchicalReference(HierarchicalPolicy):
+    """`hierarchical` with no memory of its summaries: at every request they are found in the context by
+    their level tags (its turn clock, which only numbers what was appended, is the policy's own). What
+    `HierarchicalPolicy`, which keeps the summaries it made, must match."""
+
+    def decide(self, view: View) -> Sequence[Edit]:
+        self._made = [item for item in view.items if level_of(item)]
+        return super().decide(view)
+
+
+REFERENCE = HierarchicalReference
+
+
 register(PolicyInfo(
     "hierarchical", HierarchicalParams, HierarchicalPolicy,
     "seed 003 hierarchical summarization (checkpoints every 20 turns, epochs, summaries of epochs)",

@@ -10,7 +10,9 @@ the era summary.
 
 from __future__ import annotations
 
-from policy_story import events, play, story
+from policy_story import events, play, same_as_reference, story
+
+from ctxsim.policies import hierarchical
 
 
 def levels(probe, request: int) -> list[str]:
@@ -43,3 +45,8 @@ def test_without_epochs_checkpoints_pile_up():
     assert [(k, kind) for k, kind, _ in events(run)] == [(3, "checkpoint"), (5, "checkpoint"), (7, "checkpoint"),
                                                         (9, "checkpoint")]
     assert levels(probe, 9) == ["level1"] * 4
+
+
+def test_the_reference_that_finds_its_summaries_by_their_tags_makes_the_same_edits():
+    for spec in ("hierarchical:checkpoint_every=2,epoch_every=2,era_every=2", "hierarchical:checkpoint_every=3"):
+        assert events(same_as_reference(hierarchical, spec, story(20)))

@@ -1,4 +1,4 @@
-"""Small sessions, and a probe that writes down each request's context, for the policy stories here.
+"""Small sessions, and a probe that writes down each request's context, for the policy stories in tests/policies.
 
 A story session: one user message `u`, then turns n = 1, 2, ...: an assistant message `a<n>` that
 calls a tool (call id `c<n>`) and the tool's result `r<n>`, and a last assistant message. Request k
