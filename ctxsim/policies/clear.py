@@ -136,7 +136,7 @@ class ClearPolicy:
         self.start()
 
     def start(self) -> None:
-        self._new: list[Item] = []  # tool results appended since the last decision
+        self._new: list[Item] = []  # items appended since the last decision (tool results among them)
         self._results: list[Item] = []  # tool results in arrival order (may include dead ones)
         self._stubs: IdentityMemo[Item, Stub] = IdentityMemo()  # result -> its stub
         self._placed: list[Item] = []  # the stubs the engine put in (the tool_uses trigger counts them)
@@ -147,15 +147,15 @@ class ClearPolicy:
         self._freed: list[int] = [0]
 
     def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
-        if not removed:  # appended (or a marker another stage put in: not a tool result)
-            self._new.extend(item for item in added if item.message.role == "tool")
+        if not removed:  # appended (or a marker another stage put in); _sync keeps the tool results
+            self._new += added
         elif self._writing:
             for item in added:
                 if self._writing.get(id(item.message)) is item.message:
                     self._placed.append(item)
 
     def _sync(self, view: View) -> None:
-        self._results.extend(self._new)
+        self._results.extend(item for item in self._new if item.message.role == "tool")
         self._new = []
         results = []
         for item in self._results:
