@@ -63,10 +63,10 @@ def render(sections: dict[str, list[str]]) -> str:
 
 def parse_arguments(tool: str, arguments: Any) -> tuple[str, list[str]] | None:
     if isinstance(arguments, str):
-        section, sep, entry = arguments.partition(" | ")
+        name, sep, text = arguments.partition(" | ")
         if not sep:
             return None
-        return section.strip(), [entry.strip()]
+        return name.strip(), [text.strip()]
     if not isinstance(arguments, dict):
         return None
     section = arguments.get("section")
