@@ -14,7 +14,7 @@ from ctxsim.formats.native import SessionStream
 from ctxsim.model import Session, Trace
 from ctxsim._support.parallel import at_most, plan_jobs, run_ordered
 from ctxsim.params import as_dict
-from ctxsim.policies import replay_weight
+from ctxsim.policies import Policy
 from ctxsim.policies.spec import Choice, resolve
 from ctxsim.recorded import RecordedSum, calibration_entry, not_calibrated
 from ctxsim.run import RunResult, add_recorded_gap, manifest, recorded_block
@@ -67,6 +67,25 @@ def replay_choices(trace: Trace, path: str, choices: Sequence[Choice], options: 
     """Replay `trace` under every choice (x provider); one token memo per tokenizer."""
     with gc_paused(), at_most(options.jobs):
         return _replay_all(trace, path, choices, options, providers, progress)
+
+
+# About how long a replay under each policy takes against one under `none` (measured with
+# benchmarks/bench_compare.py), by policy name; a policy not named here weighs 1. Only the order
+# matters: a compare hands the heaviest runs to worker processes first. A scheduling hint of the
+# runner's, not part of the policy contract.
+REPLAY_WEIGHTS: dict[str, float] = {
+    "scored": 7.4, "clear": 2.8, "hierarchical": 2.6, "mask": 2.3, "compact": 2.2, "tiered": 2.2, "zones": 2.2,
+    "recent": 2.1, "server_compact": 1.9, "notes": 1.5, "truncate": 1.3, "amortized": 1.2,
+}
+
+
+def replay_weight(policy: Policy) -> float:
+    """About how long a replay under `policy` takes against one under `none`: REPLAY_WEIGHTS, summed over
+    a pipeline's stages."""
+    stages = getattr(policy, "stages", None)
+    if stages:
+        return sum(replay_weight(stage) for stage in stages)
+    return REPLAY_WEIGHTS.get(policy.name, 1.0)
 
 
 def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Options,

@@ -496,7 +496,7 @@ def resolve_edit(history: History, edit: object, policy: str) -> Spliced:
         elif isinstance(change, Replace):
             old = change.item
             new = make(change.message, old.origin, change.tokens, cleared=change.cleared, inserted=old.inserted,
-                       tags=old.tags if change.tags is None else change.tags)
+                       tags=old.tags if change.tags is None else change.tags, pinned=change.pinned)
             at = place(old)
             splices.append(Splice(at, at + 1, (new,)))
         elif isinstance(change, Truncate):

@@ -48,13 +48,13 @@ def test_stub_keeps_call_and_first_error_line():
 
     class Spy:
         name, params = policy.name, policy.params
+        start, observe = policy.start, policy.observe  # what clear learns from (the contract's hooks)
 
         def decide(self, ctx):
             edits = policy.decide(ctx)
             for edit in edits:
-                for s in edit.splices:
-                    for item in s.new:
-                        captured[item.message.tool_call_id] = item.message.content
+                for change in edit.changes:
+                    captured[change.message.tool_call_id] = change.message.content
             return edits
 
     replay(trace, Spy())

@@ -14,8 +14,9 @@ events at the same requests.
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from ctxsim.tokens.counting import MessageSizer
@@ -69,6 +70,36 @@ class Entry:
     cleared: bool = False
 
 
+def seed_args(call: ToolCall) -> str:
+    """Seed 000's `args` string for a recorded call (the mapping ctxsim/presets/ctxkit.py writes down):
+    a string is itself; a dict of one string value is that value; anything else is its compact JSON (key
+    order kept); at most 200 characters."""
+    arguments = call.arguments
+    if isinstance(arguments, str):
+        return arguments[:200]
+    if isinstance(arguments, dict) and len(arguments) == 1 and isinstance(next(iter(arguments.values())), str):
+        return next(iter(arguments.values()))[:200]
+    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))[:200]
+
+
+@dataclass
+class Notes:
+    """Seed 000's NotesFile, in memory: `section | entry` writes, refused past 1,500 tokens."""
+
+    count: object
+    sections: dict[str, list[str]] = field(default_factory=dict)
+
+    def text(self) -> str:
+        return "\n\n".join(f"## {name}\n" + "\n".join(f"- {e}" for e in items) for name, items in self.sections.items())
+
+    def write(self, args: str) -> None:
+        section, entry = args.split(" | ")
+        before = {k: list(v) for k, v in self.sections.items()}
+        self.sections.setdefault(section, []).append(entry)
+        if self.count(self.text()) > 1_500:  # type: ignore[operator]
+            self.sections = before
+
+
 class Reference:
     """Seed 000's ContextManager (clear, then compact) and Meter, for one session."""
 
@@ -81,6 +112,8 @@ class Reference:
         self.previous: list[tuple[str, str]] = []
         self.rows: list[tuple[int, int, Decimal]] = []  # (context, cache read, cost)
         self.requests = 0
+        self.notes = Notes(count)
+        self.resummarised = 0  # compactions whose old part began with an earlier summary
 
     def size(self, message: Message) -> int:
         return self.count(message.content) + 4
@@ -89,6 +122,8 @@ class Reference:
         return self.system.tokens + sum(e.tokens for e in self.history)
 
     def append(self, message: Message, turn: int | None) -> None:
+        if message.role == "tool" and message.name == "notes_write":
+            self.notes.write(seed_args(self.calls[message.tool_call_id]))
         self.history.append(Entry(message, turn, self.size(message)))
 
     def request(self, output_tokens: int) -> None:
@@ -107,8 +142,8 @@ class Reference:
         for i in stale:
             e = self.history[i]
             error = FIRST_ERROR.search(e.message.content)
-            path = self.calls[e.message.tool_call_id].arguments["path"]
-            text = STUBS["ctxkit"].format(tool=e.message.name, args=path,
+            args = seed_args(self.calls[e.message.tool_call_id])
+            text = STUBS["ctxkit"].format(tool=e.message.name, args=args,
                                           tokens=e.tokens, error=f" First error: {error.group(0)}" if error else "")
             stub = Message("tool", text, tool_call_id=e.message.tool_call_id, name=e.message.name)
             stubs[i] = Entry(stub, e.turn, self.size(stub), cleared=True)
@@ -129,8 +164,9 @@ class Reference:
         if sum(e.tokens for e in old) < 10_000:
             return
         before = self.total()
+        self.resummarised += old[0].message.role == "summary"
         text = ExtractiveSummarizer().summarize(
-            [e.message for e in old], "", turns=[e.turn for e in old],
+            [e.message for e in old], self.notes.text(), turns=[e.turn for e in old],
             calls={e.message.tool_call_id: self.calls[e.message.tool_call_id]
                    for e in old if e.message.role == "tool"})
         summary = Message("summary", text)
@@ -166,14 +202,19 @@ def reference_run(trace: Trace, count) -> Reference:
     return ref
 
 
-def test_ctxkit_preset_matches_seed_000_request_by_request():
-    trace = scenario()
+def ctxkit_run(trace: Trace):
+    """The ctxkit preset's replay of `trace`, and its token counter."""
     preset = presets()["ctxkit"]
     counter = TokenCounter(get_tokenizer(preset.tokenizer))
     replayer = Replayer(trace, MessageSizer(counter, preset.framing),
                         Setup(cache=preset.cache, pin_tools=preset.pin_tools, provider=preset.provider,
                               model=preset.model))
-    run = replayer.run(resolve(["ctxkit"])[0].policy)
+    return replayer.run(resolve(["ctxkit"])[0].policy), counter
+
+
+def test_ctxkit_preset_matches_seed_000_request_by_request():
+    trace = scenario()
+    run, counter = ctxkit_run(trace)
     ref = reference_run(trace, counter.count)
 
     rows = [r for r in run.rows if r.kind == "request"]
@@ -186,3 +227,69 @@ def test_ctxkit_preset_matches_seed_000_request_by_request():
     # The scenario exercises both: clearing first, then a compaction when clearing was not enough.
     assert {kind for _, kind, _ in ref.events} == {"clear", "compact"}
     assert not [r for r in run.rows if r.kind == "summarize"]  # the extractive summary is written offline
+
+
+# ---------------------------------------------------------------- a long session
+
+FILES = ["src/billing/invoice.py", "src/billing/tax.py", "src/billing/money.py", "src/billing/export.py",
+         "tests/test_invoice.py", "tests/test_export.py"]
+
+
+def long_scenario(turns: int = 600) -> Trace:
+    """A seed-style session of `turns` turns with every shape of call arguments ctxkit.py maps: a path
+    alone (read_file, run_tests), several fields (edit_file: compact JSON), a plain string (grep), and
+    seed 000's `section | entry` notes writes; user asides, marker lines (DECISION, TODO, DONE)."""
+    messages: list[Message] = []
+    for t in range(1, turns + 1):
+        if t == 1:
+            messages.append(Message("user", "Invoice totals in BRL are off by one cent. Keep USD unchanged."))
+        elif t % 29 == 0:
+            messages.append(Message("user", f"Also keep the CSV export at two decimals (aside at turn {t})."))
+        path = FILES[t % len(FILES)]
+        if t % 37 == 0:
+            tool, arguments = "notes_write", f"Decisions | round once at the total (turn {t})"
+        else:
+            tool = ("read_file", "run_tests", "edit_file", "grep")[t % 4]
+            arguments = {"read_file": {"path": path}, "run_tests": {"path": path},
+                         "edit_file": {"path": path, "old": "float(rate)", "new": f"Decimal(rate)  # {t}"},
+                         "grep": f"ROUND_HALF {path.rsplit('/', 1)[0]}"}[tool]
+        text = f"Turn {t}: {tool}. " + " ".join(
+            f"Line {t * 5 + k} rounds at the currency precision." for k in range(4 + t % 9))
+        if t % 8 == 0:
+            text += f"\nDECISION: round once at the total (turn {t})"
+        if t % 11 == 0:
+            text += f"\nTODO: re-run the suite after turn {t}"
+        if t % 11 == 5 and t > 11:
+            text += f"\nDONE: re-run the suite after turn {t - 16}"
+        messages.append(Message("assistant", text, tool_calls=(ToolCall(f"t{t}", tool, arguments),)))
+        if tool == "notes_write":
+            body = f"ok: Decisions has {t // 37} entries"
+        else:
+            size = {"read_file": 380, "run_tests": 260, "edit_file": 4, "grep": 40}[tool] + (t * 53) % 120
+            body = "\n".join(f"{path}:{i}: amount = Decimal('{t}.{i:02d}') * rate" for i in range(size))
+            if tool == "run_tests" and t % 3:
+                body += "\nAssertionError: expected Decimal('10.01'), got Decimal('10.00')"
+        messages.append(Message("tool", body, tool_call_id=f"t{t}", name=tool))
+    return Trace("ctxkit-long", (Session(id="billing-long", system=SYSTEM, messages=tuple(messages),
+                                         model="claude-sonnet-4-5", provider="anthropic"),))
+
+
+def test_ctxkit_preset_matches_seed_000_on_a_long_session():
+    """600 turns: clearing and compaction take turns again and again, each compaction summarises the
+    summary before it, and the notes file ends every summary. Same sizes, reads, costs and events."""
+    trace = long_scenario()
+    run, counter = ctxkit_run(trace)
+    ref = reference_run(trace, counter.count)
+
+    rows = [r for r in run.rows if r.kind == "request"]
+    assert len(rows) == len(ref.rows) == 600
+    assert [r.context_tokens for r in rows] == [total for total, _, _ in ref.rows]
+    assert [r.cache_read_tokens for r in rows] == [read for _, read, _ in ref.rows]
+    assert [r.cost_usd for r in rows] == [cost for _, _, cost in ref.rows]
+    events = [(e.request, e.kind, e.freed_tokens) for e in run.events if e.kind in ("clear", "compact")]
+    assert events == ref.events
+    kinds = [kind for _, kind, _ in ref.events]
+    assert kinds.count("compact") >= 5 and kinds.count("clear") >= 20
+    assert ref.resummarised == kinds.count("compact") - 1  # every compaction after the first folds the last summary
+    assert ref.notes.text().count("\n- ") == 600 // 37  # the notes writes all landed (none refused)
+    assert not [e for e in run.events if e.kind == "notes_refused"]

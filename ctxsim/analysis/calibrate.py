@@ -59,9 +59,9 @@ from typing import Any
 
 from ctxsim.tokens.counting import Framing, MessageSizer
 from ctxsim.engine import Replayer, Setup
-from ctxsim.history import Edit, History, Splice
 from ctxsim.model import Message, Session, Trace
-from ctxsim.policies import Context, NoParams, Policy, Stages, parse_policy
+from ctxsim.policies import NoParams, Policy, Stages, parse_policy
+from ctxsim.policies.base import Edit, Replace, View
 from ctxsim.pricing import Bill
 from ctxsim.tokens import TokenCounter, get_tokenizer
 
@@ -100,8 +100,7 @@ class ProviderReasoningRule:
     def __init__(self, provider: str, model: str) -> None:
         self.openai = provider == "openai"
         self.anthropic = provider == "anthropic" and not model.lower().startswith(KEEPS_THINKING)
-        self._history: History | None = None
-        self._seen = 0
+        self._seen = 0  # positions of the history read for user messages (at the rule's last decision)
         self._last_user = 0
         self._done = 0
         self.dropped_tokens = 0
@@ -117,31 +116,33 @@ class ProviderReasoningRule:
             return True
         return self.anthropic and bool(message.thinking)
 
-    def decide(self, ctx: Context) -> list[Edit]:
-        history = ctx.history
-        if history is not self._history or len(history) < self._seen:
-            self._history, self._seen, self._last_user, self._done = history, 0, 0, 0
-        items = history.items
+    def start(self) -> None:
+        self._seen, self._last_user, self._done = 0, 0, 0
+
+    def decide(self, view: View) -> list[Edit]:
+        items = view.items
+        if len(items) < self._seen:
+            self._seen, self._last_user, self._done = 0, 0, 0
         for i in range(self._seen, len(items)):
             if items[i].message.role == "user":
                 self._last_user = i
         self._seen = len(items)
-        splices = []
+        changes = []
         for i in range(self._done, self._last_user):
             item = items[i]
             if TAG in item.tags or not self._carries(item.message):
                 continue
             message = item.message
             lighter = replace(message, thinking=None, extra_tokens=_anchor(message))
-            new = history.item(lighter, origin=item.origin, tags=item.tags | {TAG}, cleared=item.cleared,
-                               inserted=item.inserted, pinned=item.pinned)
-            self.dropped_tokens += item.tokens - new.tokens
-            splices.append(Splice(i, i + 1, (new,)))
+            tokens = view.size(lighter)
+            self.dropped_tokens += item.tokens - tokens
+            changes.append(Replace(item, lighter, tokens, tags=item.tags | {TAG}, cleared=item.cleared,
+                                   pinned=item.pinned))
         self._done = max(self._done, self._last_user)
-        if not splices:
+        if not changes:
             return []
-        return [Edit("provider_drops_reasoning", tuple(splices),
-                     f"the provider dropped the reasoning of {len(splices)} earlier-turn responses")]
+        return [Edit("provider_drops_reasoning", tuple(changes),
+                     f"the provider dropped the reasoning of {len(changes)} earlier-turn responses")]
 
 
 def _anchor(message: Message) -> int:

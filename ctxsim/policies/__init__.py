@@ -14,7 +14,6 @@ from typing import Any
 
 from ctxsim.registry import Registry
 from ctxsim.errors import ParameterError, did_you_mean
-from ctxsim.history import History, Item
 from ctxsim.policies.base import Context, Policy, View
 from ctxsim.params import as_dict, build_params, split_spec
 
@@ -77,17 +76,8 @@ def effective(policy: Policy) -> dict[str, Any]:
 
 
 def replay_weight(policy: Policy) -> float:
-    """About how long a replay under `policy` takes against one under `none`.
+    """About how long a replay under `policy` takes against one under `none`: the parallel runner's
+    table of measured weights (ctxsim.api.REPLAY_WEIGHTS), summed over a pipeline's stages."""
+    from ctxsim.api import replay_weight as weight
 
-    Read from the policy's class attribute `relative_cost` (measured with
-    benchmarks/bench_compare.py; 1 when a policy does not say), summed over a pipeline's stages.
-    Only the order matters: it hands the heaviest runs to worker processes first.
-    """
-    stages = getattr(policy, "stages", None)
-    if stages:
-        return sum(replay_weight(stage) for stage in stages)
-    return float(getattr(policy, "relative_cost", 1.0))
-
-
-def tool_result_items(history: History) -> list[tuple[int, Item]]:
-    return [(i, it) for i, it in enumerate(history.items) if it.message.role == "tool"]
+    return weight(policy)

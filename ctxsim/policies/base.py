@@ -33,10 +33,15 @@ Optional members the engine looks for:
   output truncated on arrival).
 - `stages`: a sequence of policies run in order, each seeing the earlier ones' edits (a
   pipeline).
+
+Stages of one session that must share what they learnt (the notes file `notes` rebuilds, which
+the summarising policies end their summaries with) keep it in `view.shared`, a dict that lives as
+long as the session's history.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, Union
@@ -126,6 +131,24 @@ class View:
         return [i for i, item in enumerate(self._history.items)
                 if item.message.role == "user" and not item.inserted]
 
+    @property
+    def shared(self) -> dict[str, Any]:
+        """What the stages of this session share, by a name each stage picks (`notes` keeps its notes
+        file under "notes"): the same dict at every request and stage of the session, a new one for
+        the next session. O(1)."""
+        return shared_of(self._history)
+
+
+_SHARED: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def shared_of(history: Any) -> dict[str, Any]:
+    """`View.shared` of the session that `history` replays (a test reading it after the run)."""
+    board = _SHARED.get(history)
+    if board is None:
+        board = _SHARED[history] = {}
+    return board
+
 
 Context = View  # the name policies have used for what they see
 
@@ -143,13 +166,15 @@ class Drop:
 @dataclass(frozen=True, slots=True)
 class Replace:
     """`message` takes `item`'s place, marked `cleared` (a stub). `tokens`: its size when the policy
-    models it (else counted); `tags`: the new item's tags (None: the old item's)."""
+    models it (else counted); `tags`: the new item's tags (None: the old item's); `pinned`: the new
+    item is pinned (no later edit may touch it: `notes` pins the notes it reads back)."""
 
     item: Item
     message: Message
     tokens: int | None = None
     tags: frozenset[str] | None = None
     cleared: bool = True
+    pinned: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,4 +241,4 @@ class Observer(Protocol):
 
 
 __all__ = ["View", "Context", "Drop", "Replace", "Truncate", "Summarize", "Insert", "Change", "Edit", "Policy",
-           "Observer", "Rewrite", "SideCall", "Item", "DEFAULT_KIND"]
+           "Observer", "Rewrite", "SideCall", "Item", "DEFAULT_KIND", "shared_of"]

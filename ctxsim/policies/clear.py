@@ -16,13 +16,13 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from operator import is_
-from typing import Literal
+from typing import Literal, NamedTuple
 
-from ctxsim.history import Edit, History, Item, Splice
 from ctxsim._support.memo import IdentityMemo
-from ctxsim.model import ToolCall
+from ctxsim.model import Message, ToolCall
 from ctxsim.params import field_doc
-from ctxsim.policies import Context, PolicyInfo, register
+from ctxsim.policies import PolicyInfo, register
+from ctxsim.policies.base import Edit, Item, Replace, View
 
 ERROR_LINE = re.compile(r"\b[A-Z][A-Za-z0-9_]*(?:Error|Exception)\b: [^\n\]]+")
 ERROR_HINT = re.compile(r"(?:Error|Exception): ")  # what every ERROR_LINE match holds
@@ -87,38 +87,80 @@ def short_args(call: ToolCall | None) -> str:
     return call.arguments_json[:200]
 
 
+class Stub(NamedTuple):
+    """The stub of one tool result: its message and size."""
+
+    message: Message
+    tokens: int
+
+
+def stub_of(p: ClearParams, view: View, item: Item) -> Stub:
+    """The stub that takes a tool result's place: the call (tool and arguments) and the first error line."""
+    m = item.message
+    call = view.call_of(m.tool_call_id)
+    error = first_error(m.content)
+    template = STUBS.get(p.stub, p.stub)
+    text = template.format(tool=m.name or (call.name if call else "tool"), args=short_args(call),
+                           tokens=item.tokens, error=f" First error: {error}" if error else "")
+    message = m.with_content(text)
+    return Stub(message, view.size(message))
+
+
+def without_inputs(view: View, stale: Sequence[Item]) -> list[tuple[Item, Message]]:
+    """The assistant messages holding the calls of `stale` results, with those calls' arguments emptied
+    (each holder once, in the order its first stale result comes)."""
+    holders: dict[int, tuple[Item, set[str]]] = {}
+    for item in stale:
+        holder = view.holder_of(item.message.tool_call_id or "")
+        call = view.call_of(item.message.tool_call_id)
+        if holder is not None and call is not None and call.arguments:
+            holders.setdefault(holder.pos, (holder, set()))[1].add(call.id)
+    out = []
+    for holder, ids in holders.values():
+        calls = tuple(replace(c, arguments={}) if c.id in ids else c for c in holder.message.tool_calls)
+        out.append((holder, replace(holder.message, tool_calls=calls)))
+    return out
+
+
 class ClearPolicy:
-    """Keeps, per session, the tool results it may still clear, learning new ones from `history.log`.
+    """Keeps, per session, the tool results it may still clear, learning new ones from `observe`.
 
     Under the trigger a request costs O(1); above it, O(results in the context); stubs are built
     once per result. Nothing walks the whole history.
     """
 
     name = "clear"
-    relative_cost = 2.8  # replay time against `none`: see replay_weight
 
     def __init__(self, params: ClearParams) -> None:
         self.params = params
-        self._history: History | None = None
-        self._seen = 0  # how much of history.log has been looked at
+        self.start()
+
+    def start(self) -> None:
+        self._new: list[Item] = []  # items appended since the last decision (tool results among them)
         self._results: list[Item] = []  # tool results in arrival order (may include dead ones)
-        self._stubs: IdentityMemo[Item, Item] = IdentityMemo()  # result -> its stub
+        self._stubs: IdentityMemo[Item, Stub] = IdentityMemo()  # result -> its stub
+        self._placed: list[Item] = []  # the stubs the engine put in (the tool_uses trigger counts them)
+        self._writing: dict[int, Message] = {}  # id -> stub message, of the stubs returned last
         # The stale results of the last decision, and the running sum of what their stubs free:
         # a request usually adds one stale result to them, so the sum grows by one term.
         self._stale: list[Item] = []
         self._freed: list[int] = [0]
 
-    def _sync(self, history: History) -> None:
-        if history is not self._history:  # a new session: start over
-            self._history, self._seen, self._results, self._stubs = history, 0, [], IdentityMemo()
-            self._stale, self._freed = [], [0]
-        log = history.log
-        self._results.extend(it for it in log[self._seen:] if it.message.role == "tool")
-        self._seen = len(log)
+    def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
+        if not removed:  # appended (or a marker another stage put in); _sync keeps the tool results
+            self._new += added
+        elif self._writing:
+            for item in added:
+                if self._writing.get(id(item.message)) is item.message:
+                    self._placed.append(item)
+
+    def _sync(self, view: View) -> None:
+        self._results.extend(item for item in self._new if item.message.role == "tool")
+        self._new = []
         results = []
         for item in self._results:
             if not item.alive:  # replaced by another stage (e.g. truncated)? follow its call to the copy
-                item = history.result_of(item.message.tool_call_id or "")  # type: ignore[assignment]
+                item = view.result_of(item.message.tool_call_id or "")  # type: ignore[assignment]
                 if item is None or not item.alive:
                     continue
             if item.cleared:  # a stub now: nothing left to clear (the tool_uses count takes stubs apart)
@@ -126,41 +168,30 @@ class ClearPolicy:
             results.append(item)
         self._results = results
 
-    def _stub(self, history: History, item: Item) -> Item:
+    def _stub(self, view: View, item: Item) -> Stub:
         known = self._stubs.get(item)
-        if known is not None:
-            return known
-        p = self.params
-        m = item.message
-        call = history.call_of(m.tool_call_id)
-        error = first_error(m.content)
-        template = STUBS.get(p.stub, p.stub)
-        text = template.format(tool=m.name or (call.name if call else "tool"), args=short_args(call),
-                             tokens=item.tokens, error=f" First error: {error}" if error else "")
-        stub = history.item(m.with_content(text), origin=item.origin, cleared=True)
-        stub.alive = False  # until the engine splices it in
-        return self._stubs.put(item, stub)
+        return known if known is not None else self._stubs.put(item, stub_of(self.params, view, item))
 
-    def _stubs_free(self, history: History, stale: list[Item]) -> int:
+    def _stubs_free(self, view: View, stale: list[Item]) -> int:
         """Tokens the stubs of `stale` would free, extending the last sum when `stale` extends the last list."""
         known = self._stale
         if len(known) > len(stale) or not all(map(is_, known, stale)):
             known, self._freed = [], [0]
         sums = self._freed
         for item in stale[len(known):]:
-            sums.append(sums[-1] + item.tokens - self._stub(history, item).tokens)
+            sums.append(sums[-1] + item.tokens - self._stub(view, item).tokens)
         self._stale = stale
         return sums[len(stale)]
 
-    def decide(self, ctx: Context) -> Sequence[Edit]:
+    def decide(self, view: View) -> Sequence[Edit]:
         p = self.params
-        history = ctx.history
-        if p.trigger_type == "input_tokens" and history.prompt_tokens <= p.trigger:
+        self._writing = {}
+        if p.trigger_type == "input_tokens" and view.prompt_tokens <= p.trigger:
             return ()
-        self._sync(history)
+        self._sync(view)
         if p.trigger_type == "tool_uses":
-            stubs_in_context = sum(1 for stub in self._stubs.values() if stub.alive)
-            if len(self._results) + stubs_in_context <= p.trigger:  # cleared uses still count
+            self._placed = [stub for stub in self._placed if stub.alive]
+            if len(self._results) + len(self._placed) <= p.trigger:  # cleared uses still count
                 return ()
         candidates = [it for it in self._results
                       if not it.cleared and not it.pinned and it.message.name not in p.exclude_tools]
@@ -168,30 +199,54 @@ class ClearPolicy:
         if not stale:
             return ()
         if not p.clear_tool_inputs:  # what the stubs alone free decides; most requests stop here
-            freed = self._stubs_free(history, stale)
+            freed = self._stubs_free(view, stale)
             if freed < p.clear_at_least or freed <= 0:
                 return ()
-        splices: list[Splice] = []
-        holders: dict[int, tuple[Item, set[str]]] = {}
+        changes: list[Replace] = []
         freed = 0
         for item in stale:
-            new = self._stub(history, item)
-            freed += item.tokens - new.tokens
-            splices.append(Splice(item.pos, item.pos + 1, (new,)))
-            if p.clear_tool_inputs:
-                holder = history.holder_of(item.message.tool_call_id or "")
-                call = history.call_of(item.message.tool_call_id)
-                if holder is not None and call is not None and call.arguments:
-                    holders.setdefault(holder.pos, (holder, set()))[1].add(call.id)
-        for index, (holder, ids) in holders.items():
-            calls = tuple(replace(c, arguments={}) if c.id in ids else c for c in holder.message.tool_calls)
-            new = history.item(replace(holder.message, tool_calls=calls), origin=holder.origin, cleared=True)
-            freed += holder.tokens - new.tokens
-            splices.append(Splice(index, index + 1, (new,)))
+            stub = self._stub(view, item)
+            freed += item.tokens - stub.tokens
+            changes.append(Replace(item, stub.message, stub.tokens, tags=frozenset()))
+        if p.clear_tool_inputs:
+            for holder, message in without_inputs(view, stale):
+                tokens = view.size(message)
+                freed += holder.tokens - tokens
+                changes.append(Replace(holder, message, tokens, tags=frozenset()))
         if freed < p.clear_at_least or freed <= 0:
             return ()
-        return (Edit("clear", tuple(splices), f"cleared {len(stale)} tool results"),)
+        self._writing = {id(c.message): c.message for c in changes[:len(stale)]}
+        return (Edit("clear", tuple(changes), f"cleared {len(stale)} tool results"),)
 
+
+class ClearReference:
+    """`clear` from scratch, as the module's text says it: at every request, every tool result in the
+    context, with no state. What `ClearPolicy` must match, edit for edit (it is tested against this)."""
+
+    name = "clear"
+
+    def __init__(self, params: ClearParams) -> None:
+        self.params = params
+
+    def decide(self, view: View) -> Sequence[Edit]:
+        p = self.params
+        if p.trigger_type == "input_tokens" and view.prompt_tokens <= p.trigger:
+            return ()
+        results = [it for it in view.items if it.message.role == "tool"]
+        if p.trigger_type == "tool_uses" and len(results) <= p.trigger:  # its stubs still count as uses
+            return ()
+        candidates = [it for it in results if not it.cleared and not it.pinned and it.message.name not in p.exclude_tools]
+        stale = candidates[: len(candidates) - p.keep] if p.keep else candidates
+        changes = [Replace(item, stub_of(p, view, item).message, tags=frozenset()) for item in stale]
+        if p.clear_tool_inputs:
+            changes += [Replace(holder, message, tags=frozenset()) for holder, message in without_inputs(view, stale)]
+        freed = sum(c.item.tokens - view.size(c.message) for c in changes)
+        if not stale or freed < p.clear_at_least or freed <= 0:
+            return ()
+        return (Edit("clear", tuple(changes), f"cleared {len(stale)} tool results"),)
+
+
+REFERENCE = ClearReference
 
 register(PolicyInfo(
     "clear", ClearParams, ClearPolicy,

@@ -13,14 +13,13 @@ edited and does not count among the kept turns.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from ctxsim.history import Edit, History, Item, Splice
 from ctxsim.params import field_doc
-from ctxsim.policies import Context, PolicyInfo, register
+from ctxsim.policies import PolicyInfo, register
+from ctxsim.policies.base import Edit, Item, Replace, View
 
 TAG = "thinking_cleared"
 
@@ -36,44 +35,68 @@ class ClearThinkingParams:
 
 
 class ClearThinkingPolicy:
+    """Walks back from the newest message to where its previous decision left everything older without
+    thinking (cleared, or never had any): the work per request is what changed, not the whole history."""
+
     name = "clear_thinking"
 
     def __init__(self, params: ClearThinkingParams) -> None:
         self.params = params
+        self._mark: Item | None = None  # where the walk stops next time
 
-    def decide(self, ctx: Context) -> Sequence[Edit]:
+    def start(self) -> None:
+        self._mark = None
+
+    def decide(self, view: View) -> Sequence[Edit]:
         keep = self.params.keep
         if keep == "all":
             return ()
-        history = ctx.history
-        mark = _MARKS.get(history)
+        items = view.items
+        mark = self._mark
         kept: list[Item] = []
-        splices: list[Splice] = []
-        # Newest first, down to where the previous decision left everything older without thinking
-        # (cleared, or never had any): work per request is what changed, not the whole history.
-        for i in range(len(history) - 1, -1, -1):
-            item = history.items[i]
+        changes: list[Replace] = []
+        for i in range(len(items) - 1, -1, -1):
+            item = items[i]
             message = item.message
             if message.role == "assistant" and message.thinking and not item.pinned:
                 if len(kept) < keep:
                     kept.append(item)
                 else:
-                    new = history.item(replace(message, thinking=None), origin=item.origin,
-                                       tags=item.tags | {TAG}, cleared=item.cleared, inserted=item.inserted)
-                    splices.append(Splice(i, i + 1, (new,)))
+                    changes.append(Replace(item, replace(message, thinking=None), tags=item.tags | {TAG},
+                                           cleared=item.cleared))
             if item is mark or TAG in item.tags:
                 break
-        if len(history):
+        if len(items):
             # Next time, stop at the oldest thinking kept now (it may have to go then), else at the newest item.
-            _MARKS[history] = kept[-1] if kept else history.items[-1]
-        if not splices:
+            self._mark = kept[-1] if kept else items[-1]
+        if not changes:
             return ()
-        return (Edit("clear_thinking", tuple(reversed(splices)),
-                     f"cleared the thinking of {len(splices)} assistant turns"),)
+        return (Edit("clear_thinking", tuple(reversed(changes)),
+                     f"cleared the thinking of {len(changes)} assistant turns"),)
 
 
-_MARKS: weakref.WeakKeyDictionary[History, Item] = weakref.WeakKeyDictionary()
+class ClearThinkingReference:
+    """`clear_thinking` from scratch: at every request, every assistant message with thinking but the
+    newest `keep` loses it (pinned ones are left alone). What `ClearThinkingPolicy` must match."""
 
+    name = "clear_thinking"
+
+    def __init__(self, params: ClearThinkingParams) -> None:
+        self.params = params
+
+    def decide(self, view: View) -> Sequence[Edit]:
+        keep = self.params.keep
+        if keep == "all":
+            return ()
+        thinking = [it for it in view.items if it.message.role == "assistant" and it.message.thinking and not it.pinned]
+        changes = [Replace(item, replace(item.message, thinking=None), tags=item.tags | {TAG}, cleared=item.cleared)
+                   for item in thinking[: max(0, len(thinking) - keep)]]
+        if not changes:
+            return ()
+        return (Edit("clear_thinking", tuple(changes), f"cleared the thinking of {len(changes)} assistant turns"),)
+
+
+REFERENCE = ClearThinkingReference
 
 register(PolicyInfo(
     "clear_thinking", ClearThinkingParams, ClearThinkingPolicy,

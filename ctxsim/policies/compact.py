@@ -38,12 +38,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ctxsim.history import Edit, History, Item, SideCall
 from ctxsim.model import Message, ToolCall
 from ctxsim.params import field_doc
-from ctxsim.policies import Context, PolicyInfo, register
-from ctxsim.policies.recent import replace_with
-from ctxsim.summarizers import Summarizer, TurnClock, make_summarizer, run_summarizer, turn_clock
+from ctxsim.policies import PolicyInfo, register
+from ctxsim.policies.base import Edit, Item, SideCall, Summarize, View
+from ctxsim.summarizers import Summarizer, TurnClock, make_summarizer, run_summarizer
 from ctxsim.summarizers.extractive import Block
 from ctxsim.summarizers.llm import INSTRUCTIONS
 
@@ -52,18 +51,18 @@ SUMMARY_TAGS = frozenset({"summary"})
 
 # ---------------------------------------------------------------- helpers shared by summarising policies
 
-def prompt_before(ctx: Context) -> int:
+def prompt_before(view: View) -> int:
     """The prompt size before this request's stages ran, when the engine says; else as it stands now."""
-    before = getattr(ctx, "prompt_before_tokens", None)
-    return before if isinstance(before, int) else ctx.history.prompt_tokens
+    before = getattr(view, "prompt_before_tokens", None)
+    return before if isinstance(before, int) else view.prompt_tokens
 
 
-def group_of(history: History, index: int) -> list[int]:
+def group_of(view: View, index: int) -> list[int]:
     """The tool-use group of an item: an assistant message with calls and the results of those calls."""
-    item = history.items[index]
+    item = view.items[index]
     holder = item
     if item.message.role == "tool":
-        found = history.holder_of(item.message.tool_call_id or "")
+        found = view.holder_of(item.message.tool_call_id or "")
         if found is None or not found.alive:
             return [index]
         holder = found
@@ -71,25 +70,25 @@ def group_of(history: History, index: int) -> list[int]:
         return [index]
     out = [holder.pos]
     for call in holder.message.tool_calls:
-        result = history.result_of(call.id)
+        result = view.result_of(call.id)
         if result is not None and result.alive:
             out.append(result.pos)
     return out
 
 
-def protected(history: History, start: int, end: int) -> set[int]:
+def protected(view: View, start: int, end: int) -> set[int]:
     """Indices in [start, end) a summary must not replace: pinned messages and their tool-use groups."""
     keep: set[int] = set()
-    items = history.items
+    items = view.items
     for i in range(start, end):
         if items[i].pinned and i not in keep:
-            keep.update(j for j in group_of(history, i) if start <= j < end)
+            keep.update(j for j in group_of(view, i) if start <= j < end)
     return keep
 
 
-def safe_cut(history: History, cut: int) -> int:
+def safe_cut(view: View, cut: int) -> int:
     """Move `cut` back until no tool result at or after it has its call before it."""
-    items = history.items
+    items = view.items
     cut = max(0, min(cut, len(items)))
     while 0 < cut < len(items) and items[cut].message.role == "tool":
         cut -= 1
@@ -100,7 +99,7 @@ def safe_cut(history: History, cut: int) -> int:
             m = items[i].message
             if m.role != "tool":
                 continue
-            holder = history.holder_of(m.tool_call_id or "")
+            holder = view.holder_of(m.tool_call_id or "")
             if holder is None:
                 continue
             if holder.alive and holder.pos < cut:
@@ -110,53 +109,63 @@ def safe_cut(history: History, cut: int) -> int:
     return cut
 
 
-def calls_for(history: History, items: Sequence[Item]) -> dict[str, ToolCall]:
+def calls_for(view: View, items: Sequence[Item]) -> dict[str, ToolCall]:
     """The calls of the tool results among `items`, wherever their assistant message is."""
     out: dict[str, ToolCall] = {}
     for item in items:
         m = item.message
         if m.role == "tool" and m.tool_call_id:
-            call = history.call_of(m.tool_call_id)
+            call = view.call_of(m.tool_call_id)
             if call is not None:
                 out[call.id] = call
     return out
 
 
-def text_tokens(ctx: Context, text: str, role: str = "user") -> int:
+def text_tokens(view: View, text: str, role: str = "user") -> int:
     """Tokens of a text alone (without the per-message framing)."""
-    return ctx.size(Message(role, text)) - ctx.size(Message(role, ""))  # type: ignore[arg-type]
+    return view.size(Message(role, text)) - view.size(Message(role, ""))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
 class Summary:
+    """A summary written, not yet in the history: `item` stands for it (its message, size and tags; a
+    cascade of summaries reads it as one more part), `change` puts it in place of the summarised items."""
+
     item: Item
     call: SideCall | None  # None: an offline summarizer (extractive) makes no model request
 
+    def replacing(self, items: Sequence[Item]) -> Summarize:
+        """The change that puts this summary in place of `items` (its call metered by the Edit)."""
+        return Summarize(tuple(items), self.item.message, tokens=self.item.tokens, tags=self.item.tags)
 
-def summarise_items(ctx: Context, summarizer: Summarizer, clock: TurnClock, items: Sequence[Item], notes: str,
+
+def summarise_items(view: View, summarizer: Summarizer, clock: TurnClock, items: Sequence[Item], notes: str,
                     instructions: str = INSTRUCTIONS, tags: frozenset[str] = SUMMARY_TAGS,
                     note: str = "") -> Summary:
-    """Summarise `items` into one inserted summary item, with the side call that would write it."""
-    history = ctx.history
+    """Summarise `items` into one summary, with the side call that would write it."""
     messages = [it.message for it in items]
     turns = [clock.turn(it) for it in items]
-    input_tokens = sum(it.tokens for it in items) + text_tokens(ctx, instructions)
-    text, modelled = run_summarizer(summarizer, messages, notes, turns=turns, calls=calls_for(history, items),
+    input_tokens = sum(it.tokens for it in items) + text_tokens(view, instructions)
+    text, modelled = run_summarizer(summarizer, messages, notes, turns=turns, calls=calls_for(view, items),
                                     input_tokens=input_tokens)
     message = Message("summary", text)
     if modelled is None:  # written offline (extractive): nothing to meter
-        tokens = layout_tokens(ctx, summarizer, message)
-        return Summary(history.item(message, -1, tokens=tokens, inserted=True, tags=tags), None)
-    framing = ctx.size(Message("summary", ""))
-    item = history.item(message, -1, tokens=framing + modelled, inserted=True, tags=tags)
-    return Summary(item, SideCall("summarize", input_tokens, modelled, note))
+        tokens = layout_tokens(view, summarizer, message)
+        return Summary(_standing(message, view.size(message) if tokens is None else tokens, tags), None)
+    framing = view.size(Message("summary", ""))
+    return Summary(_standing(message, framing + modelled, tags), SideCall("summarize", input_tokens, modelled, note))
 
 
-def _measure(ctx: Context) -> tuple[object, Callable[[str], int], Callable[[int], int]] | None:
+def _standing(message: Message, tokens: int, tags: frozenset[str]) -> Item:
+    """An item that stands for a summary not yet in the history (the engine makes the real one)."""
+    return Item(message, tokens, 0, -1, inserted=True, alive=False, tags=tags)
+
+
+def _measure(view: View) -> tuple[object, Callable[[str], int], Callable[[int], int]] | None:
     """How the sizer counts a summary's text, as (key, measure of a piece, tokens of the pieces' sum), when
     that count adds up over the pieces of an extractive summary (cut after a newline, before a marker word):
     an exact BPE whose cuts there are exact (ctxsim.tokens.bpe), or chars4 / bytes4 (characters, bytes)."""
-    sizer = getattr(ctx.size, "__self__", None)
+    sizer = getattr(view.size, "__self__", None)
     counter = getattr(sizer, "counter", None)
     framing = getattr(sizer, "framing", None)
     tokenizer = getattr(counter, "tokenizer", None)
@@ -184,7 +193,7 @@ def _utf8_len(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def layout_tokens(ctx: Context, summarizer: Summarizer, message: Message) -> int | None:
+def layout_tokens(view: View, summarizer: Summarizer, message: Message) -> int | None:
     """The tokens of an extractive summary the summarizer just wrote, sized piece by piece: the USER and
     DECISION lines it took over from the summary before keep that one's size, only the new lines are
     counted. So a compaction costs what is new, not the whole summary (which keeps every USER and DECISION
@@ -193,7 +202,7 @@ def layout_tokens(ctx: Context, summarizer: Summarizer, message: Message) -> int
     layout = getattr(summarizer, "layout", None)
     if layout is None or layout.text is not message.content:
         return None
-    measured = _measure(ctx)
+    measured = _measure(view)
     if measured is None:
         return None
     key, measure, tokens = measured
@@ -207,7 +216,7 @@ def layout_tokens(ctx: Context, summarizer: Summarizer, message: Message) -> int
     # the tail from the notes line on.
     last = layout.rest[-1] if layout.rest else _last_line(blocks[-1].text) if blocks else layout.head[-1]
     total += measure(last + "\n") - measure(last) + measure(layout.tail[1:])
-    return ctx.size(Message("summary", "")) + tokens(total)
+    return view.size(Message("summary", "")) + tokens(total)
 
 
 def _last_line(text: str) -> str:
@@ -227,25 +236,10 @@ def _block_size(block: Block, key: object, measure: Callable[[str], int]) -> int
     return size
 
 
-class SessionClock:
-    """`turn_clock(history)` for the session a policy replays: looked up once, then synced (O(new))."""
-
-    def __init__(self) -> None:
-        self._history: History | None = None
-        self._clock: TurnClock | None = None
-
-    def __call__(self, history: History) -> TurnClock:
-        if history is not self._history or self._clock is None:
-            self._history, self._clock = history, turn_clock(history)
-        else:
-            self._clock.sync(history)
-        return self._clock
-
-
-def current_notes(history: History) -> str:
+def current_notes(view: View) -> str:
     from ctxsim.policies.notes import notes_text
 
-    return notes_text(history)
+    return notes_text(view)
 
 
 # ---------------------------------------------------------------- the policy
@@ -302,16 +296,21 @@ class CompactParams(SummaryParams):
 
 class CompactPolicy:
     name = "compact"
-    relative_cost = 2.2  # replay time against `none`: see replay_weight
 
     def __init__(self, params: CompactParams) -> None:
         self.params = params
         p = params
-        self._clock = SessionClock()
+        self._clock = TurnClock()
         self.summarizer = make_summarizer(
             p.summarizer, max_errors=p.max_errors, max_files=p.max_files, summary_tokens=p.summary_tokens,
             summary_ratio=p.summary_ratio, summary_min_tokens=p.summary_min_tokens,
             summary_max_tokens=p.summary_max_tokens)
+
+    def start(self) -> None:
+        self._clock = TurnClock()
+
+    def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
+        self._clock.observe(removed, added)
 
     def thresholds(self, window: int) -> tuple[int, int]:
         """(trigger, compact_above) in tokens for this window."""
@@ -324,56 +323,53 @@ class CompactPolicy:
             return limit, limit
         return p.trigger, p.compact_above
 
-    def cut(self, history: History) -> int:
+    def cut(self, view: View) -> int:
         """Index of the first message kept verbatim (before moving it back over tool results)."""
         p = self.params
-        items = history.items
+        n = len(view)
         if p.keep_fraction is None:
-            return max(0, len(items) - p.keep_recent)
+            return max(0, n - p.keep_recent)
         # The newest messages whose tokens add up to at most the budget: the kept tokens only grow as the
         # cut moves back, so the first cut that keeps within the budget is found by bisection on the sums.
-        total, base = history.message_tokens, history.base_tokens
+        total, base = view.message_tokens, view.base_tokens
         budget = p.keep_fraction * total
-        return bisect_left(range(len(items) + 1), True,
-                           key=lambda cut: total - (history.prefix_tokens(cut) - base) <= budget)
+        return bisect_left(range(n + 1), True, key=lambda cut: total - (view.prefix_tokens(cut) - base) <= budget)
 
-    def decide(self, ctx: Context) -> Sequence[Edit]:
+    def decide(self, view: View) -> Sequence[Edit]:
         p = self.params
-        history = ctx.history
-        clock = self._clock(history)
-        trigger, above = self.thresholds(ctx.window)
-        if prompt_before(ctx) <= trigger or history.prompt_tokens <= above:
+        trigger, above = self.thresholds(view.window)
+        if prompt_before(view) <= trigger or view.prompt_tokens <= above:
             return ()
-        cut = self.cut(history)
-        if history.prefix_tokens(cut) - history.base_tokens < p.clear_at_least:
+        cut = self.cut(view)
+        if view.prefix_tokens(cut) - view.base_tokens < p.clear_at_least:
             return ()  # even everything before the cut holds too little: no need to look at it
-        cut = safe_cut(history, cut)
-        keep = protected(history, 0, cut)
+        cut = safe_cut(view, cut)
+        keep = protected(view, 0, cut)
         if p.keep_user_tokens:
             budget = p.keep_user_tokens
             for i in range(cut - 1, -1, -1):
-                item = history.items[i]
+                item = view.items[i]
                 if item.message.role == "user" and i not in keep:
                     if item.tokens > budget:
                         break
                     budget -= item.tokens
                     keep.add(i)
-        old = [i for i in range(cut) if i not in keep]
-        if not old:
+        items = [view.items[i] for i in range(cut) if i not in keep]
+        if not items:
             return ()
-        items = [history.items[i] for i in old]
         old_tokens = sum(it.tokens for it in items)
         if old_tokens < p.clear_at_least:
             return ()
-        notes = current_notes(history) if p.include_notes else ""
-        summary = summarise_items(ctx, self.summarizer, clock, items, notes, note=f"summary of {len(old)} messages")
+        notes = current_notes(view) if p.include_notes else ""
+        summary = summarise_items(view, self.summarizer, self._clock, items, notes,
+                                  note=f"summary of {len(items)} messages")
         if summary.item.tokens >= old_tokens:
             return ()
         calls = [summary.call] if summary.call else []
         if p.verify and summary.call:
             calls.append(SideCall("summarize", summary.call.input_tokens + summary.call.output_tokens,
                                   summary.call.output_tokens, "verification of the summary"))
-        return (Edit("compact", replace_with(old, summary.item), f"compacted {len(old)} messages", tuple(calls)),)
+        return (Edit("compact", (summary.replacing(items),), f"compacted {len(items)} messages", tuple(calls)),)
 
 
 register(PolicyInfo(

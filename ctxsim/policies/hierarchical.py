@@ -25,13 +25,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ctxsim.history import Edit, History, Item, SideCall, by_position
+from ctxsim.model import Message
 from ctxsim.params import field_doc
-from ctxsim.policies import Context, PolicyInfo, register
-from ctxsim.policies.compact import (
-    SessionClock, SummaryParams, current_notes, protected, replace_with, safe_cut, summarise_items,
-)
-from ctxsim.summarizers import make_summarizer
+from ctxsim.policies import PolicyInfo, register
+from ctxsim.policies.base import Edit, Item, SideCall, Summarize, View
+from ctxsim.policies.compact import SummaryParams, current_notes, protected, safe_cut, summarise_items
+from ctxsim.summarizers import TurnClock, make_summarizer
 
 LEVELS = {1: "checkpoint", 2: "epoch", 3: "era"}
 TAGS = {n: frozenset({"summary", f"level{n}"}) for n in LEVELS}
@@ -64,37 +63,44 @@ class HierarchicalPolicy:
     in the context, so the newest live one is the last made that is still there. A request then
     counts the raw turns after it: O(raw messages since the last summary). Only when a checkpoint
     is due does it look at the whole context (the summaries to fold, the protected messages).
+    `observe` tells it which item the engine made of the summary it returned.
     """
 
     name = "hierarchical"
-    relative_cost = 2.6  # replay time against `none`: see replay_weight
 
     def __init__(self, params: HierarchicalParams) -> None:
         self.params = params
         p = params
-        self._clock = SessionClock()
-        self._history: History | None = None
-        self._made: list[Item] = []  # summaries this policy spliced in, oldest first
+        self._clock = TurnClock()
+        self._made: list[Item] = []  # summaries this policy put in the history, oldest first
+        self._writing: Message | None = None  # the summary it returned last, until the engine puts it in
         self.summarizer = make_summarizer(
             p.summarizer, max_errors=p.max_errors, max_files=p.max_files, summary_tokens=p.summary_tokens,
             summary_ratio=p.summary_ratio, summary_min_tokens=p.summary_min_tokens,
             summary_max_tokens=p.summary_max_tokens)
 
-    def _last_summary(self, history: History) -> int:
+    def start(self) -> None:
+        self._clock, self._made, self._writing = TurnClock(), [], None
+
+    def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
+        self._clock.observe(removed, added)
+        if self._writing is not None:
+            for item in added:
+                if item.message is self._writing:
+                    self._made.append(item)
+                    self._writing = None
+
+    def _last_summary(self) -> int:
         """Index of the newest summary in the context, -1 when there is none."""
-        if history is not self._history:  # a new session: start over
-            self._history, self._made = history, []
         made = self._made
         while made and not made[-1].alive:
             made.pop()
         return made[-1].pos if made else -1
 
-    def decide(self, ctx: Context) -> Sequence[Edit]:
+    def decide(self, view: View) -> Sequence[Edit]:
         p = self.params
-        history = ctx.history
-        clock = self._clock(history)
-        items = history.items
-        last_summary = self._last_summary(history)
+        items = view.items
+        last_summary = self._last_summary()
         # Raw turns since the last summary: cut after the checkpoint_every-th of them.
         seen = 0
         cut = len(items)
@@ -107,18 +113,18 @@ class HierarchicalPolicy:
         if seen < p.checkpoint_every:
             return ()
         levels: dict[int, list[int]] = {1: [], 2: [], 3: []}
-        for item in sorted((it for it in self._made if it.alive), key=by_position):
+        for item in sorted((it for it in self._made if it.alive), key=_position):
             levels[level_of(item)].append(item.pos)
         while cut > last_summary + 1 and items[cut - 1].message.role == "user" and cut < len(items):
             cut -= 1  # a turn's prompt stays with the turn
-        cut = max(safe_cut(history, cut), last_summary + 1)
-        keep = protected(history, last_summary + 1, cut)
+        cut = max(safe_cut(view, cut), last_summary + 1)
+        keep = protected(view, last_summary + 1, cut)
         raw = [i for i in range(last_summary + 1, cut) if i not in keep]
         if not raw:
             return ()
-        notes = current_notes(history) if p.include_notes else ""
+        notes = current_notes(view) if p.include_notes else ""
         removed = set(raw)
-        made = summarise_items(ctx, self.summarizer, clock, [items[i] for i in raw], notes, tags=TAGS[1],
+        made = summarise_items(view, self.summarizer, self._clock, [items[i] for i in raw], notes, tags=TAGS[1],
                                note=f"checkpoint of {len(raw)} messages")
         calls: list[SideCall] = [made.call] if made.call else []
         top = 1
@@ -130,17 +136,36 @@ class HierarchicalPolicy:
             if level == 3:
                 folded = levels[3] + folded  # the top level rolls: the previous era is folded in too
             parts = [items[i] for i in folded] + [made.item]
-            made = summarise_items(ctx, self.summarizer, clock, parts, notes, tags=TAGS[level],
+            made = summarise_items(view, self.summarizer, self._clock, parts, notes, tags=TAGS[level],
                                    note=f"{LEVELS[level]} of {len(parts)} summaries")
             if made.call:
                 calls.append(made.call)
             removed.update(folded)
             top = level
         self._made = [it for it in self._made if it.alive and it.pos not in removed]
-        self._made.append(made.item)
+        self._writing = made.item.message
         note = f"{LEVELS[top]}: {len(raw)} messages" + (f" and {len(removed) - len(raw)} summaries"
                                                          if len(removed) > len(raw) else "")
-        return (Edit(LEVELS[top], replace_with(removed, made.item), note, tuple(calls)),)
+        change = Summarize(tuple(items[i] for i in sorted(removed)), made.item.message, tokens=made.item.tokens,
+                           tags=made.item.tags)
+        return (Edit(LEVELS[top], (change,), note, tuple(calls)),)
+
+
+def _position(item: Item) -> int:
+    return item.pos
+
+
+class HierarchicalReference(HierarchicalPolicy):
+    """`hierarchical` with no memory of its summaries: at every request they are found in the context by
+    their level tags (its turn clock, which only numbers what was appended, is the policy's own). What
+    `HierarchicalPolicy`, which keeps the summaries it made, must match."""
+
+    def decide(self, view: View) -> Sequence[Edit]:
+        self._made = [item for item in view.items if level_of(item)]
+        return super().decide(view)
+
+
+REFERENCE = HierarchicalReference
 
 
 register(PolicyInfo(

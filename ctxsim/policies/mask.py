@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 
-from ctxsim.history import Edit, History, Item, Splice, by_position
 from ctxsim.params import field_doc
-from ctxsim.policies import Context, PolicyInfo, register
+from ctxsim.policies import PolicyInfo, register
+from ctxsim.policies.base import Edit, Item, Replace, View
 from ctxsim.policies.truncate import line_count
 
 DEFAULT_PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
@@ -50,7 +50,7 @@ class MaskParams:
 
 
 class MaskPolicy:
-    """Keeps, per session, the turns that are not yet old, learning new ones from `history.log`.
+    """Keeps, per session, the turns that are not yet old, learning new ones from `observe`.
 
     A turn is identified by its call ids, so a copy of its assistant message another stage spliced
     in (thinking cleared, inputs cleared) is still the same turn, and its outputs are looked up by
@@ -63,40 +63,38 @@ class MaskPolicy:
     """
 
     name = "mask"
-    relative_cost = 2.3  # replay time against `none`: see replay_weight
 
     def __init__(self, params: MaskParams) -> None:
         self.params = params
-        self._history: History | None = None
-        self._seen = 0  # how much of history.log has been looked at
+        self.start()
+
+    def start(self) -> None:
         self._recent: list[str] = []  # first call id of each turn not yet old, oldest first
         self._old: set[str] = set()  # call ids of the turns already old (their outputs were judged)
         self._late: list[str] = []  # call ids of outputs that arrived after their turn was judged old
 
-    def _sync(self, history: History) -> None:
-        if history is not self._history:  # a new session: start over
-            self._history, self._seen, self._recent, self._old, self._late = history, 0, [], set(), []
-        log = history.log
-        for item in log[self._seen:]:
+    def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
+        if removed:
+            return  # a splice: its items stand for ones already seen (or are summaries, markers)
+        for item in added:
+            if item.inserted:
+                continue  # a marker a stage put in, not a message of the session
             m = item.message
             if m.role == "assistant" and m.tool_calls:
                 self._recent.append(m.tool_calls[0].id)
             elif m.role == "tool" and m.tool_call_id in self._old:
                 self._late.append(m.tool_call_id)
-        self._seen = len(log)
 
     @staticmethod
-    def _turn(history: History, call_id: str) -> Item | None:
+    def _turn(view: View, call_id: str) -> Item | None:
         """The live assistant message holding the turn's calls (whatever stage last rewrote it)."""
-        holder = history.holder_of(call_id)
+        holder = view.holder_of(call_id)
         return holder if holder is not None and holder.alive else None
 
-    def decide(self, ctx: Context) -> Sequence[Edit]:
+    def decide(self, view: View) -> Sequence[Edit]:
         p = self.params
-        history = ctx.history
-        self._sync(history)
         recent = self._recent
-        holder_of = history.holder_of
+        holder_of = view.holder_of
         keep = p.keep
         # The newest `keep` live turns stay; every turn before them in `recent` has just become old.
         j = len(recent) - keep
@@ -106,20 +104,20 @@ class MaskPolicy:
             j, live, dead = len(recent), 0, False
             while j > 0 and live < keep:
                 j -= 1
-                if self._turn(history, recent[j]) is not None:
+                if self._turn(view, recent[j]) is not None:
                     live += 1
                 else:
                     dead = True
-        kept = [first for first in recent[j:] if self._turn(history, first) is not None] if dead else recent[j:]
+        kept = [first for first in recent[j:] if self._turn(view, first) is not None] if dead else recent[j:]
         self._recent = kept
         if live < keep:  # at most `keep` turns in the context: none is old
             return ()
         if not j and not self._late:  # no turn has just become old, no output arrived late
             return ()
         results: list[Item] = []
-        result_of = history.result_of
+        result_of = view.result_of
         for first in recent[:j]:
-            holder = self._turn(history, first)
+            holder = self._turn(view, first)
             if holder is None:
                 continue
             for call in holder.message.tool_calls:
@@ -128,11 +126,11 @@ class MaskPolicy:
                 if result is not None and result.alive:
                     results.append(result)
         if self._late:
-            boundary = self._turn(history, kept[0]).pos if kept else len(history)  # type: ignore[union-attr]
+            boundary = self._turn(view, kept[0]).pos if kept else len(view)  # type: ignore[union-attr]
             waiting = []
             for call_id in self._late:
-                holder = history.holder_of(call_id)
-                result = history.result_of(call_id)
+                holder = view.holder_of(call_id)
+                result = view.result_of(call_id)
                 if holder is None or not holder.alive or result is None or not result.alive:
                     continue
                 if holder.pos < boundary:
@@ -141,23 +139,64 @@ class MaskPolicy:
                     waiting.append(call_id)  # its turn is among the newest again (others were dropped)
             self._late = waiting
         if len(results) > 1:
-            results.sort(key=by_position)
-        splices = []
+            results.sort(key=_position)
+        masks = []
         for item in results:
             if item.cleared or item.pinned:
                 continue
             m = item.message
             if m.name in p.exclude_tools:
                 continue
-            text = p.placeholder.format(lines=line_count(m.content), tokens=item.tokens, tool=m.name or "tool")
+            text = placeholder(p, item)
             if text == m.content:
                 continue
-            splices.append(Splice(item.pos, item.pos + 1, (history.item(m.with_content(text), origin=item.origin,
-                                                                      cleared=True),)))
-        if not splices:
+            masks.append(Replace(item, m.with_content(text), tags=frozenset()))
+        if not masks:
             return ()
-        return (Edit("mask", tuple(splices), f"masked {len(splices)} tool outputs older than {p.keep} turns"),)
+        return (Edit("mask", tuple(masks), f"masked {len(masks)} tool outputs older than {p.keep} turns"),)
 
+
+def placeholder(p: MaskParams, item: Item) -> str:
+    """The text that stands for an old tool output."""
+    m = item.message
+    return p.placeholder.format(lines=line_count(m.content), tokens=item.tokens, tool=m.name or "tool")
+
+
+def _position(item: Item) -> int:
+    return item.pos
+
+
+class MaskReference:
+    """`mask` from scratch: at every request, the tool outputs of every turn before the newest `keep`
+    (a turn: an assistant message that calls tools) become placeholders. No state; what `MaskPolicy`
+    must match, edit for edit."""
+
+    name = "mask"
+
+    def __init__(self, params: MaskParams) -> None:
+        self.params = params
+
+    def decide(self, view: View) -> Sequence[Edit]:
+        p = self.params
+        turns = [item for item in view.items if item.message.role == "assistant" and item.message.tool_calls]
+        if len(turns) <= p.keep:
+            return ()
+        boundary = turns[-p.keep].pos if p.keep else len(view)
+        masks = []
+        for item in view.items:
+            m = item.message
+            holder = view.holder_of(m.tool_call_id or "") if m.role == "tool" else None
+            if holder is None or holder.pos >= boundary or item.cleared or item.pinned or m.name in p.exclude_tools:
+                continue
+            text = placeholder(p, item)
+            if text != m.content:
+                masks.append(Replace(item, m.with_content(text), tags=frozenset()))
+        if not masks:
+            return ()
+        return (Edit("mask", tuple(masks), f"masked {len(masks)} tool outputs older than {p.keep} turns"),)
+
+
+REFERENCE = MaskReference
 
 register(PolicyInfo(
     "mask", MaskParams, MaskPolicy,

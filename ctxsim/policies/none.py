@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ctxsim.history import Edit
-from ctxsim.policies import Context, PolicyInfo, register
+from ctxsim.policies import PolicyInfo, register
+from ctxsim.policies.base import Edit, View
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class NonePolicy:
     def __init__(self, params: NoneParams) -> None:
         self.params = params
 
-    def decide(self, ctx: Context) -> Sequence[Edit]:
+    def decide(self, view: View) -> Sequence[Edit]:
         return ()
 
 

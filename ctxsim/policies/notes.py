@@ -15,22 +15,21 @@ result is rewritten to the error the agent would have seen (an event of kind "no
 that the set-up did not already pin (`pin_tools`) is re-inserted pinned, which is logged as a
 "pin" event that frees nothing.
 
-How other stages use it: `notes_text(history)` returns the notes kept for that session ("" when
-no notes stage runs); `compact`, `server_compact` and `hierarchical` end their summaries with it,
+How other stages use it: the notes of a session are kept in `view.shared` (under "notes");
+`notes_text(view)` returns them ("" when no notes stage runs); `compact`, `server_compact` and `hierarchical` end their summaries with it,
 as seed 000's summarizers append the current notes. Put `notes` before them in the pipeline.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ctxsim.history import Edit, History, Rewrite, Splice
 from ctxsim.model import Message
 from ctxsim.params import field_doc
-from ctxsim.policies import Context, PolicyInfo, register
+from ctxsim.policies import PolicyInfo, register
+from ctxsim.policies.base import Edit, Replace, Rewrite, View, shared_of
 
 
 class NotesBook:
@@ -64,10 +63,10 @@ def render(sections: dict[str, list[str]]) -> str:
 
 def parse_arguments(tool: str, arguments: Any) -> tuple[str, list[str]] | None:
     if isinstance(arguments, str):
-        section, sep, entry = arguments.partition(" | ")
+        name, sep, text = arguments.partition(" | ")
         if not sep:
             return None
-        return section.strip(), [entry.strip()]
+        return name.strip(), [text.strip()]
     if not isinstance(arguments, dict):
         return None
     section = arguments.get("section")
@@ -83,19 +82,19 @@ def parse_arguments(tool: str, arguments: Any) -> tuple[str, list[str]] | None:
     return None
 
 
-_BOOKS: weakref.WeakKeyDictionary[History, NotesBook] = weakref.WeakKeyDictionary()
-
-
-def notes_text(history: History) -> str:
-    """The current notes of the session this history replays ("" when no notes stage keeps them)."""
-    book = _BOOKS.get(history)
+def notes_text(where: Any) -> str:
+    """The current notes of a session ("" when no notes stage keeps them): `where` is the View a stage
+    decides on, or (after a run) the history the session replayed in."""
+    board = where.shared if isinstance(where, View) else shared_of(where)
+    book = board.get("notes")
     return book.text() if book is not None else ""
 
 
-def notes_book(history: History) -> NotesBook:
-    book = _BOOKS.get(history)
+def notes_book(view: View) -> NotesBook:
+    """The notes a notes stage keeps for the session `view` shows (empty at first)."""
+    book = view.shared.get("notes")
     if book is None:
-        book = _BOOKS[history] = NotesBook()
+        book = view.shared["notes"] = NotesBook()
     return book
 
 
@@ -125,12 +124,11 @@ class NotesParams:
 
 class NotesPolicy:
     name = "notes"
-    relative_cost = 1.5  # replay time against `none`: see replay_weight
 
     def __init__(self, params: NotesParams) -> None:
         self.params = params
 
-    def on_append(self, ctx: Context, message: Message) -> Rewrite | None:
+    def on_append(self, view: View, message: Message) -> Rewrite | None:
         p = self.params
         if message.role != "tool" or message.name is None:
             return None
@@ -140,15 +138,15 @@ class NotesPolicy:
             tool = "notes_rewrite"
         else:
             return None
-        call = ctx.history.call_of(message.tool_call_id)
+        call = view.call_of(message.tool_call_id)
         if call is None:
             return None
-        book = notes_book(ctx.history)
+        book = notes_book(view)
         sections = book.apply(tool, call.arguments)
         if sections is None:
             return None
         text = render(sections)
-        size = ctx.size(Message("tool", text)) - ctx.size(Message("tool", ""))
+        size = view.size(Message("tool", text)) - view.size(Message("tool", ""))
         if size > p.max_tokens:
             refusal = p.refusal.format(max_tokens=p.max_tokens)
             return Rewrite(_replace_content(message, refusal), "notes_refused",
@@ -157,22 +155,22 @@ class NotesPolicy:
         book.sections = sections
         return None
 
-    def decide(self, ctx: Context) -> Sequence[Edit]:
+    def decide(self, view: View) -> Sequence[Edit]:
         if not self.params.pin_reads:
             return ()
-        history = ctx.history
-        notes_book(history)  # the notes exist (empty) from the first request on
-        splices = []
-        for i in range(len(history) - 1, -1, -1):
-            item = history.items[i]
+        notes_book(view)  # the notes exist (empty) from the first request on
+        pins = []
+        items = view.items
+        for i in range(len(items) - 1, -1, -1):
+            item = items[i]
             if item.message.role == "assistant":
                 break  # older results were seen at earlier requests
             if item.message.role == "tool" and item.message.name in self.params.read_tools and not item.pinned:
-                splices.append(Splice(i, i + 1, (history.item(item.message, item.origin, tokens=item.tokens,
-                                                              pinned=True),)))
-        if not splices:
+                pins.append(Replace(item, item.message, tokens=item.tokens, tags=frozenset(), cleared=False,
+                                    pinned=True))
+        if not pins:
             return ()
-        return (Edit("pin", tuple(splices), f"pinned {len(splices)} notes read result(s)"),)
+        return (Edit("pin", tuple(pins), f"pinned {len(pins)} notes read result(s)"),)
 
 
 def _section(arguments: Any) -> list[str]:

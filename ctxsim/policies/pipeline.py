@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ctxsim.errors import ParameterError
-from ctxsim.history import Edit
 from ctxsim.params import field_doc
-from ctxsim.policies import Context, Policy, PolicyInfo, parse_policy, register
+from ctxsim.policies import Policy, PolicyInfo, parse_policy, register
+from ctxsim.policies.base import Edit, View
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Pipeline:
         if any(isinstance(s, Pipeline) for s in self.stages):
             self.stages = tuple(x for s in self.stages for x in (s.stages if isinstance(s, Pipeline) else (s,)))
 
-    def decide(self, ctx: Context) -> Sequence[Edit]:
+    def decide(self, view: View) -> Sequence[Edit]:
         # The engine runs `stages` itself, applying each stage's edits before the next decides.
         raise RuntimeError("a pipeline's stages are run by the engine")
 

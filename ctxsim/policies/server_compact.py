@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ctxsim.history import Edit, SideCall
 from ctxsim.params import field_doc
-from ctxsim.policies import Context, PolicyInfo, register
-from ctxsim.policies.compact import (SessionClock, current_notes, protected, replace_with, safe_cut, summarise_items,
-                                     text_tokens)
+from ctxsim.policies import PolicyInfo, register
+from ctxsim.policies.base import Edit, Item, SideCall, View
+from ctxsim.policies.compact import current_notes, protected, safe_cut, summarise_items, text_tokens
+from ctxsim.summarizers import TurnClock
 from ctxsim.summarizers.llm import SimulatedLLMSummarizer, SummarySize
 
 MIN_TRIGGER = 50_000
@@ -61,38 +61,40 @@ class ServerCompactParams:
 
 class ServerCompactPolicy:
     name = "server_compact"
-    relative_cost = 1.9  # replay time against `none`: see replay_weight
 
     def __init__(self, params: ServerCompactParams) -> None:
         self.params = params
-        self._clock = SessionClock()
+        self._clock = TurnClock()
         self.summarizer = SimulatedLLMSummarizer(SummarySize(summary_tokens=params.summary_tokens))
 
-    def decide(self, ctx: Context) -> Sequence[Edit]:
+    def start(self) -> None:
+        self._clock = TurnClock()
+
+    def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
+        self._clock.observe(removed, added)
+
+    def decide(self, view: View) -> Sequence[Edit]:
         p = self.params
-        history = ctx.history
-        clock = self._clock(history)
-        prompt = history.prompt_tokens
+        prompt = view.prompt_tokens
         if prompt <= p.trigger:
             return ()
-        end = len(history)
+        items = view.items
+        end = len(items)
         if p.pause_after_compaction:
-            end = next((i for i in range(len(history) - 1, -1, -1)
-                        if history.items[i].message.role == "assistant"), len(history))
-            end = safe_cut(history, end)
-        keep = protected(history, 0, end)
-        old = [i for i in range(end) if i not in keep]
+            end = next((i for i in range(len(items) - 1, -1, -1) if items[i].message.role == "assistant"), len(items))
+            end = safe_cut(view, end)
+        keep = protected(view, 0, end)
+        old = [items[i] for i in range(end) if i not in keep]
         if not old:
             return ()
         instructions = p.instructions if p.instructions is not None else DEFAULT_INSTRUCTIONS
-        notes = current_notes(history) if p.include_notes else ""
-        summary = summarise_items(ctx, self.summarizer, clock, [history.items[i] for i in old], notes,
-                                  instructions=instructions, note="compaction iteration")
+        notes = current_notes(view) if p.include_notes else ""
+        summary = summarise_items(view, self.summarizer, self._clock, old, notes, instructions=instructions,
+                                  note="compaction iteration")
         # The compaction iteration reads the whole request (tools and system too), not just the messages.
-        call = SideCall("summarize", prompt + text_tokens(ctx, instructions), p.summary_tokens,
+        call = SideCall("summarize", prompt + text_tokens(view, instructions), p.summary_tokens,
                         "compaction iteration")
-        return (Edit("compact", replace_with(old, summary.item),
-                     f"server compaction of {len(old)} messages", (call,)),)
+        return (Edit("compact", (summary.replacing(old),), f"server compaction of {len(old)} messages", (call,)),)
 
 
 register(PolicyInfo(

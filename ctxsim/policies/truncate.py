@@ -23,11 +23,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ctxsim.history import Edit, History, Item, Rewrite, Splice, by_position
 from ctxsim.model import Message
 from ctxsim.params import field_doc
-from ctxsim.policies import Context, PolicyInfo, register
-from ctxsim.policies.recent import EditWatch
+from ctxsim.policies import PolicyInfo, register
+from ctxsim.policies.base import Edit, Item, Rewrite, Truncate, View
 
 MARKER_LINES = 3  # a blank line, the marker, a blank line
 MARKER = "[... {omitted} lines truncated ...]"
@@ -156,26 +155,28 @@ class TruncateParams:
 
 
 class TruncatePolicy:
-    """With `on_append=false`, cuts each tool result once, as it arrives, learning new ones from `history.log`.
+    """With `on_append=false`, cuts each tool result once, as it arrives or as another stage puts it in.
 
-    A result within its cap (or cut, which is idempotent) stays within it, so a request looks only at the
-    results that arrived since the previous one: O(new). Items another stage spliced in are not logged:
-    those it put in place of others one for one (stubs, masks) are read from the history's journal; when
-    another stage dropped or inserted messages (see `EditWatch`) the policy looks at every tool result
-    once more, those it has already seen unchanged costing a dictionary look-up each.
+    A result within its cap (or cut, which is idempotent) stays within it, so a request looks only at
+    the results the engine told `observe` of since the previous one (appended, or put in by a stage:
+    a stub, a mask, a copy): O(new).
     """
 
     name = "truncate"
-    relative_cost = 1.3  # replay time against `none`: see replay_weight
 
     def __init__(self, params: TruncateParams) -> None:
         self.params = params
         self.caps = LineCaps.of(params.max_lines, params.exempt_tools, params.overrides)
-        self._history: History | None = None
-        self._watch = EditWatch()
-        self._fits: dict[int, Item] = {}  # id(item) -> item, for results known to be within their cap
+        self._fresh: list[Item] = []  # tool results put in the history since the last decision
 
-    def on_append(self, ctx: Context, message: Message) -> Rewrite | None:
+    def start(self) -> None:
+        self._fresh = []
+
+    def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
+        if not self.params.on_append:
+            self._fresh.extend(item for item in added if item.message.role == "tool")
+
+    def on_append(self, view: View, message: Message) -> Rewrite | None:
         if not self.params.on_append:
             return None
         new = self.caps.cut(message)
@@ -184,42 +185,48 @@ class TruncatePolicy:
         cap = self.caps.limit(message.name)
         return Rewrite(new, "truncate", f"{message.name or 'tool'} output cut to {cap} lines")
 
-    def _fresh(self, history: History) -> list[Item]:
-        """The tool results to look at, in history order: the new ones and those other stages put
-        in place of others (stubs, masks), or all when another stage dropped or inserted messages."""
-        if history is not self._history:  # a new session: start over
-            self._history, self._fits = history, {}
-        found = self._watch.changes(history)
-        if found is not None:
-            new, replaced = found
-            fresh = [it for it in new if it.message.role == "tool"]
-            if replaced:
-                fresh += [it for _, it in replaced.values() if it.message.role == "tool"]
-                fresh.sort(key=by_position)
-            return fresh
-        fits = self._fits
-        return [it for it in history.items if it.message.role == "tool" and fits.get(id(it)) is not it]
-
-    def decide(self, ctx: Context) -> Sequence[Edit]:
+    def decide(self, view: View) -> Sequence[Edit]:
         if self.params.on_append:
             return ()
-        history = ctx.history
-        splices = []
-        for item in self._fresh(history):
+        fresh = sorted((item for item in self._fresh if item.alive), key=_position)
+        self._fresh = []
+        cuts = []
+        for item in fresh:
             if item.pinned:
                 continue
             new = self.caps.cut(item.message)
-            if new is None:
-                self._fits[id(item)] = item
-                continue
-            cut = history.item(new, origin=item.origin)
-            self._fits[id(cut)] = cut
-            splices.append(Splice(item.pos, item.pos + 1, (cut,)))
-        self._watch.expect(history, splices)
-        if not splices:
+            if new is not None:
+                cuts.append(Truncate(item, new))
+        if not cuts:
             return ()
-        return (Edit("truncate", tuple(splices), f"truncated {len(splices)} tool results"),)
+        return (Edit("truncate", tuple(cuts), f"truncated {len(cuts)} tool results"),)
 
+
+def _position(item: Item) -> int:
+    return item.pos
+
+
+class TruncateReference(TruncatePolicy):
+    """`truncate` from scratch: with `on_append=false`, every over-long tool result in the context is cut
+    at every request (its appending half is the policy's own). What `TruncatePolicy` must match."""
+
+    def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
+        pass
+
+    def decide(self, view: View) -> Sequence[Edit]:
+        if self.params.on_append:
+            return ()
+        cuts = []
+        for item in view.items:
+            new = self.caps.cut(item.message) if not item.pinned else None
+            if new is not None:
+                cuts.append(Truncate(item, new))
+        if not cuts:
+            return ()
+        return (Edit("truncate", tuple(cuts), f"truncated {len(cuts)} tool results"),)
+
+
+REFERENCE = TruncateReference
 
 register(PolicyInfo(
     "truncate", TruncateParams, TruncatePolicy,

@@ -12,6 +12,25 @@ Framing: seed 000 sizes every message as `count_tokens(content) + 4` and the sys
 same way; this framing does exactly that (no tokens for a tool call's name or arguments, which
 seed 000 keeps off the message, nor for tool schemas). Thinking, which seed 000's messages do not
 have, is counted when a trace has it. Cleared results get seed 000's stub text (`stub=ctxkit`).
+
+How a recorded tool call maps to seed 000's messages (other mappings give other sizes, and so
+other event timings: tests/test_ctxkit_reference.py checks this one over 600 turns):
+
+- Seed 000's tool result carries `tool` and an `args` string, which its stub prints:
+  `[cleared: {tool}({args}) returned ...]`. The preset's stub takes `args` from the call the result
+  answers (`clear.short_args`): arguments that are a string are that string; a dict of exactly one
+  string value is that value (`{"path": "src/tax.py"}` -> `src/tax.py`); anything else is the call's
+  compact JSON, key order kept (`{"path":"src/tax.py","old":"x"}`); in every case at most 200
+  characters (seed 000 prints its `args` whole: a longer one gives a longer stub there). A notes
+  write recorded as seed 000's `"section | entry"` string reads as that section and entry.
+- Seed 000 counts an assistant message as `count(content) + 4`: the call's name and arguments are
+  kept off the message and never counted. The preset's framing counts the message's text (and
+  thinking, which seed 000 has none of) plus 4, and nothing for its tool calls. A converter that
+  put the call into the assistant text, or counted its JSON, would make every turn larger than
+  seed 000's and move each clearing and compaction earlier.
+- Seed 000's summaries end with `read_notes()`; the preset's end with the notes the notes stage
+  rebuilt, rendered as NotesFile renders them, without the final newline NotesFile.save adds to
+  the file (a seed run that wires `read_notes=notes.read` gets that newline in its summaries).
 """
 
 from ctxsim.tokens.counting import Framing

@@ -20,16 +20,15 @@ Two kinds, chosen by the `summarizer` parameter of the summarising policies:
 (a simulated model summary of a configurable size; `ctxsim.summarizers.llm` also holds the
 client adapters a live run would use).
 
-`TurnClock` gives every history item its turn number; policies share one clock per history.
+`TurnClock` gives every history item its turn number; a summarising policy keeps one per session.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Literal, Protocol, runtime_checkable
 
-from ctxsim.history import History, Item
+from ctxsim.history import Item
 from ctxsim.model import Message, ToolCall
 
 SummarizerName = Literal["extractive", "llm"]
@@ -53,18 +52,19 @@ class TurnClock:
 
     An assistant message is the turn it answers; a tool result belongs to its call's turn; a user
     message belongs to the turn it prompts (the next request). Items a policy inserted (origin -1)
-    have no turn here. The clock reads the history's append log from where it last stopped, so
-    keeping it in step costs what arrived, whatever the policies removed or inserted meanwhile.
+    have no turn here. A policy keeps one clock per session (a new one at `start`) and hands it
+    what the engine tells its `observe`: the clock reads the appended items alone (a splice's
+    copies keep their original's turn), so keeping it in step costs what arrived.
     """
 
     def __init__(self) -> None:
         self._turn: dict[int, int] = {}  # session index (Item.origin) -> turn
-        self._seen = 0  # how much of history.log has been read
         self._assistants = 0
 
-    def sync(self, history: History) -> None:
-        log = history.log  # every item the engine appended, in order; inserted ones are not there
-        for item in log[self._seen:]:
+    def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
+        if removed:  # a splice: its items are copies of appended ones, or summaries (no turn)
+            return
+        for item in added:
             if item.origin < 0 or item.origin in self._turn:
                 continue
             role = item.message.role
@@ -76,7 +76,6 @@ class TurnClock:
             else:
                 turn = max(self._assistants, 1)
             self._turn[item.origin] = turn
-        self._seen = len(log)
 
     def turn(self, item: Item) -> int | None:
         return self._turn.get(item.origin) if item.origin >= 0 else None
@@ -85,18 +84,6 @@ class TurnClock:
     def requests(self) -> int:
         """Assistant messages (answered requests) seen so far."""
         return self._assistants
-
-
-_CLOCKS: weakref.WeakKeyDictionary[History, TurnClock] = weakref.WeakKeyDictionary()
-
-
-def turn_clock(history: History) -> TurnClock:
-    """The clock of this history (one per replayed session), brought up to date."""
-    clock = _CLOCKS.get(history)
-    if clock is None:
-        clock = _CLOCKS[history] = TurnClock()
-    clock.sync(history)
-    return clock
 
 
 def make_summarizer(kind: SummarizerName, *, max_errors: int = 5, max_files: int = 12,
@@ -126,5 +113,5 @@ def run_summarizer(summarizer: Summarizer, messages: Sequence[Message], notes: s
     return summarizer.summarize(messages, notes, turns=turns, calls=calls), None
 
 
-__all__ = ["Summarizer", "SizeModel", "SummarizerName", "TurnClock", "turn_clock", "make_summarizer",
+__all__ = ["Summarizer", "SizeModel", "SummarizerName", "TurnClock", "make_summarizer",
            "run_summarizer"]
