@@ -11,13 +11,16 @@ from ctxsim.commands._options import ForceOpt
 from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 from ctxsim.commands.inspect import FormatOpt, SkipOpt, TracesArg, read_inputs
 
+TRACE_KINDS = {"jsonl": "the trace in the native format"}  # what convert and synth write
+
 
 @app.command("convert")
 @guarded
 def convert_command(
     traces: TracesArg,
-    output: Annotated[Optional[str], typer.Option("-o", "--output", help="The native JSONL file to write "
-                                                                        "('-' for stdout).")] = None,
+    output: Annotated[Optional[str], typer.Option("-o", "--output", help="The native JSONL file to write: "
+                                                  "FILE.jsonl (or no suffix), '-' for stdout; any other suffix "
+                                                  "is refused.")] = None,
     fmt: FormatOpt = None,
     skip_bad_lines: SkipOpt = False,
     force: ForceOpt = False,
@@ -40,7 +43,9 @@ def convert_command(
         return
     set_limits(max_line_bytes, max_input_bytes, max_messages)
     if output != "-":  # refused before reading, not after
-        check_output(output, traces, force)
+        from ctxsim.commands._output import decide
+
+        check_output(decide(output, "convert", TRACE_KINDS).text, traces, force)
     trace, report = read_inputs(traces, fmt, skip_bad_lines)
     if output == "-":
         native.write(trace, sys.stdout)
