@@ -15,6 +15,7 @@ from ctxsim.commands._options import (
 )
 from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 from ctxsim.commands._output import RUN_KINDS, option_help
+from ctxsim.commands.sweep import SinceOpt, TimezoneOpt, UntilOpt
 from ctxsim.errors import CtxsimError
 
 
@@ -57,6 +58,9 @@ def compare(
                                  "it); report.md shows them as images from there, else leaves them out with a "
                                  "note.")] = None,
     force: ForceOpt = False,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    tz: TimezoneOpt = None,
     max_line_bytes: MaxLineBytesOpt = None,
     max_input_bytes: MaxInputBytesOpt = None,
     max_messages: MaxMessagesOpt = None,
@@ -77,7 +81,9 @@ def compare(
                    skip_bad_lines, jobs)
     set_limits(max_line_bytes, max_input_bytes, max_messages)
     from ctxsim.sweep import is_corpus
+    from ctxsim.sweep_dates import date_range
 
+    dates = date_range(since, until, tz)
     if traces and is_corpus(traces, fmt):  # several traces: the sweep engine, the policies as written
         from ctxsim.commands.sweep import corpus_compare
 
@@ -87,7 +93,10 @@ def compare(
         from ctxsim.commands.sweep import SWEEP_KINDS
 
         out = None if output is None else decide(output, "compare of several traces", SWEEP_KINDS)
-        return corpus_compare(traces, specs, opts, fmt, out, as_json, force)
+        return corpus_compare(traces, specs, opts, fmt, out, as_json, force, dates)
+    if dates is not None:
+        raise CtxsimError("--since/--until pick sessions across several traces (a folder, a glob, several files); "
+                          "for one trace, run it alone")
     trace = traces[0] if traces else None
     provider_list = [p.strip() for p in providers.split(",") if p.strip()] if providers else []
     source = trace or default_trace()

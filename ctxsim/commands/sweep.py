@@ -103,7 +103,7 @@ def _check_out_dir(out: Path, inputs: Sequence[str]) -> None:
 
 
 def run_sweep(traces: Sequence[str], policy_specs: Sequence[str], budgets_text: str | None, opts: Any,
-              fmt: str | None, out: Path | None, jobs: int | None, cluster: str | None) -> Any:
+              fmt: str | None, out: Path | None, jobs: int | None, cluster: str | None, dates: Any = None) -> Any:
     from ctxsim._support.parallel import available_cores
     from ctxsim.sweep import execute, expand_inputs, load_report, parse_budgets, plan
 
@@ -115,7 +115,7 @@ def run_sweep(traces: Sequence[str], policy_specs: Sequence[str], budgets_text: 
             raise CtxsimError(f"-o {out}: a sweep's output is a Parquet dataset, which needs pyarrow: "
                               "pip install 'ctxsim[parquet]'")
         _check_out_dir(out, expand_inputs(traces, fmt))
-    p = plan(traces, policy_specs, budgets, opts, fmt, None if out is None else str(out))
+    p = plan(traces, policy_specs, budgets, opts, fmt, None if out is None else str(out), dates)
     if p.left_out:
         shown = "; ".join(f"{path} ({why})" for path, why in p.left_out[:3])
         more = f"; and {len(p.left_out) - 3:,} more (all in manifest.json)" if len(p.left_out) > 3 else ""
@@ -208,7 +208,7 @@ def notes(report: Any) -> list[str]:
                f"{_money(str(cost))}; none's replay of the same sessions: {_money(str(replayed))}"]
     else:
         out = [f"none of the {total:,} session(s) recorded priced usage: no recorded bill to show"]
-    return out + list(report.notes()) + [
+    return out + list(report.notes()) + report.date_notes() + [
         "open-loop replay: the agent's recorded outputs are replayed unchanged whatever the policy does"]
 
 
@@ -230,6 +230,14 @@ def emit(report: Any, per_session: bool, as_json: bool) -> None:
             typer.echo(plain(table))
     for note in notes(report):
         typer.echo(f"note: {note}")
+
+
+SinceOpt = Annotated[Optional[str], typer.Option(
+    help="Only the sessions that started on or after this date (YYYY-MM-DD or YYYYMMDD, in --timezone); the rest "
+         "are skipped and counted in the notes.")]
+UntilOpt = Annotated[Optional[str], typer.Option(help="Only the sessions that started on or before this date.")]
+TimezoneOpt = Annotated[Optional[str], typer.Option(
+    "--timezone", help="IANA time zone the --since/--until days are in (default UTC).")]
 
 
 # What `sweep -o` (and `compare` of several traces) writes, by the output's suffix.
@@ -283,6 +291,9 @@ def sweep(
                                "them), .csv or .md (the policy table). Default: none.")]
     = None,
     force: ForceOpt = False,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    tz: TimezoneOpt = None,
     jobs: Annotated[Optional[int], typer.Option(
         "--jobs", "-j", help="Processes (this one included) on the local pool; with --cluster local, its workers "
                              "(2 by default). Default: one per core.")] = None,
@@ -311,10 +322,12 @@ def sweep(
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, 1)
     from ctxsim.commands._output import decide
+    from ctxsim.sweep_dates import date_range
 
+    dates = date_range(since, until, tz)
     out = None if output is None else decide(output, "sweep", SWEEP_KINDS)
     folder = _start(traces, out, force)
-    report = run_sweep(traces, split_list(policies), budgets, opts, fmt, folder, jobs, cluster)
+    report = run_sweep(traces, split_list(policies), budgets, opts, fmt, folder, jobs, cluster, dates)
     emit(report, per_session, as_json)
     if folder is not None:
         typer.echo(f"wrote {folder}/ (manifest.json, summary.csv, sessions.csv, cells/)", err=True)
@@ -323,14 +336,14 @@ def sweep(
 
 
 def corpus_compare(traces: Sequence[str], specs: Sequence[str], opts: Any, fmt: str | None, out: Any,
-                   as_json: bool, force: bool = False) -> None:
+                   as_json: bool, force: bool = False, dates: Any = None) -> None:
     """`ctxsim compare` on several traces: the sweep engine with one budget (the policies as written).
     `out`: what -o decided (`_output.decide` with SWEEP_KINDS), or None."""
     import dataclasses
 
     jobs = opts.jobs
     folder = _start(traces, out, force)
-    report = run_sweep(traces, specs, None, dataclasses.replace(opts, jobs=1), fmt, folder, jobs, None)
+    report = run_sweep(traces, specs, None, dataclasses.replace(opts, jobs=1), fmt, folder, jobs, None, dates)
     emit(report, False, as_json)
     if folder is not None:
         typer.echo(f"wrote {folder}/ (manifest.json, summary.csv, sessions.csv, cells/)", err=True)
