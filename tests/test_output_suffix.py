@@ -105,6 +105,15 @@ def test_a_suffix_a_run_cannot_be_is_refused_before_the_work(command: str, name:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_dash_is_not_a_file_name(trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for args in (["replay", trace], ["compare", trace], ["diff", trace, trace], ["sweep", trace, trace]):
+        refused(invoke(*args, "-o", "-"), "-o -:", "writes a file, not stdout")
+    synth = invoke("synth", "--turns", "2", "-o", "-")  # convert and synth: '-' is stdout
+    assert synth.exit_code == 0 and json.loads(synth.stdout.splitlines()[0])["type"] == "session"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"]
+
+
 def test_parquet_without_pyarrow_is_one_line_before_the_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else real(name, *a))

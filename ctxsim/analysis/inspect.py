@@ -524,7 +524,7 @@ def tables(insp: Inspection, by: str | None = None, timeline: bool = True) -> tu
                                .strip("; ")]
                               for r in shown], left=3,
                             keep=("#", *(("session",) if several else ()), "time", "prompt", "cost", "growth",
-                                  "arrived / events", "read", "write", "output", "session"), minimum=34))
+                                  "arrived / events", "read", "write", "output", "session"), minimum=20))
     notes = [f"prices: {insp.prices}"]
     for f in insp.files:
         notes.append(f"read {f.path} as {f.format}: {f.sessions} session(s)")

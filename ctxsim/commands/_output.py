@@ -78,6 +78,9 @@ def decide(text: str, command: str, kinds: Mapping[str, str], plain: str | None 
     from ctxsim._support.fileio import output_path
 
     path = output_path(text)  # an empty path is refused here
+    if text == "-":
+        raise CtxsimError(f"-o -: {command} -o writes a file, not stdout (stdout has its tables, or --json); "
+                          f"give a path: {writes(kinds)}")
     bundle = BUNDLE in kinds
     files = [k for k in kinds if k != BUNDLE]
     can = f"{command} -o writes {writes(kinds)}"

@@ -27,14 +27,16 @@ def synth(
     billing: Annotated[Optional[str], typer.Option(
         help="With --record-usage: k=v,... of hidden_tokens, token_scale, message_tokens, cold_rate.")] = None,
     output: Annotated[Optional[str], typer.Option("-o", "--output", help="The native JSONL file to write: "
-                                                  "FILE.jsonl (or no suffix); any other suffix is refused. "
-                                                  "Default: stdout.")] = None,
+                                                  "FILE.jsonl (or no suffix), '-' for stdout; any other "
+                                                  "suffix is refused. Default: stdout.")] = None,
     force: ForceOpt = False,
 ) -> None:
     """Write a synthetic session in the native format."""
     from ctxsim.formats import native
     from ctxsim.synth import synthesize
 
+    if output == "-":  # stdout, as convert -o - is
+        output = None
     if output is not None:
         from ctxsim._support.fileio import check_output
         from ctxsim.commands._output import decide
