@@ -168,7 +168,7 @@ def option_help(kinds: Mapping[str, str], extra: str = "") -> str:
     return f"Write the results here, as the suffix says: {writes(kinds)}.{(' ' + extra) if extra else ''}"
 
 
-# ---------------------------------------------------------------- tables as files (sweep, inspect, validate)
+# ---------------------------------------------------------------- tables as files (sweep, compare of several traces)
 def markdown_tables(title: str, tables: Sequence[Any], notes: Sequence[str]) -> str:
     """Terminal tables (TableData) as GitHub Markdown: a heading, each table under its title, the notes."""
     from ctxsim.reports.markdown import cell
@@ -182,17 +182,6 @@ def markdown_tables(title: str, tables: Sequence[Any], notes: Sequence[str]) -> 
         lines.append("")
     lines += [f"- {cell(note)}" for note in notes]
     return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def csv_rows(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    import csv
-    import io
-
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(headers)
-    writer.writerows(rows)
-    return buffer.getvalue()
 
 
 def write_text(out: Output, content: str | bytes, force: bool) -> Path:

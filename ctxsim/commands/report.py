@@ -124,10 +124,9 @@ def _guess(output: Path, text: str) -> str | None:
     from ctxsim.commands._output import kind_of_suffix, writes
     from ctxsim.reports import FORMATS
 
-    kind = kind_of_suffix(output.suffix) if output.suffix else None
     if not output.suffix:
         return None
-    if kind == "json":
+    if kind_of_suffix(output.suffix) == "json":
         return "json"
     for fmt, suffixes in FORMATS.items():
         if output.suffix.lower() in suffixes:
