@@ -92,6 +92,15 @@ def test_past_the_shortest_text_the_least_kept_columns_go_first() -> None:
             assert used <= width or len(fitted.headers) == 1, (width, border, fitted.headers)
 
 
+def test_an_empty_column_goes_before_any_with_something_in_it() -> None:
+    from ctxsim.reports._fit import FitTable, fit_columns
+
+    table = FitTable("t", ["#", "project", "link", "requests"], [["1", "unruffled-mcclintock", "", "94"]], left=3,
+                     keep=("#", "project", "link", "requests"))
+    fitted, left_out = fit_columns(table, 33)  # 39 with link, 33 without: the text is not cut
+    assert left_out == ["link"] and fitted.rows == [["1", "unruffled-mcclintock", "94"]]
+
+
 def test_inspect_at_80_columns_fits_and_names_sessions_by_project_and_start(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("COLUMNS", "80")
     out = CliRunner().invoke(app, ["inspect", str(CLAUDE)]).stdout
@@ -100,7 +109,7 @@ def test_inspect_at_80_columns_fits_and_names_sessions_by_project_and_start(monk
     sessions = out.split("sessions (by project and start", 1)[1].split("\n\n", 1)[0]
     assert "shop" in sessions and "2026-01-13 16:56" in sessions
     assert "tiny-claude" not in tables  # the session id: in --json, not in the tables
-    assert "note: left out to fit 80 columns (--wide or --json shows them): sessions: source" in out
+    assert "note: left out to fit 80 columns (--wide or --json shows them): sessions: source, link" in out
     wide = CliRunner().invoke(app, ["inspect", str(CLAUDE), "--wide"]).stdout
     assert "left out to fit" not in wide and "claude-code" in wide.split("sessions (by", 1)[1].split("\n\n")[0]
     assert "claude-sonnet-4-5" in wide and "…" not in wide

@@ -475,7 +475,7 @@ def tables(insp: Inspection, by: str | None = None, timeline: bool = True) -> tu
                           _n(s.requests), _n(s.peak_context_tokens), _n(s.compactions), link(s)]
                          for s in insp.sessions], left=5,
                         keep=("#", "project", "started (UTC)", "requests", "peak", "link", "compactions", "model",
-                              "source")))
+                              "source"), minimum=14))
     c = insp.composition
     role_tokens = sum(v["tokens"] for v in c.by_role.values())
     role_carried = sum(v["carried"] for v in c.by_role.values())

@@ -3,7 +3,8 @@ least worth keeping are left out (named, so the caller can say `--wide` shows th
 
 A column is text when a cell in it holds a letter (a project, a model, a tool, what arrived); numbers,
 money, percentages, times and dates hold none and are never cut. `FitTable.keep` orders the columns
-by how much they are worth keeping; the first is never left out.
+by how much they are worth keeping (a column with nothing in it is worth least); the first is never
+left out.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ def fit_columns(table: TableData, width: int, border: int = 2, edge: int = -2) -
     for c in [table.headers.index(h) for h in keep if h in table.headers] + list(range(n)):
         if c not in order:
             order.append(c)
+    empty = [c for c in order[1:] if table.rows and all(not r[c] for r in table.rows)]
+    order = [c for c in order if c not in empty] + empty  # an empty column is the first to go
     text = {c for c in range(n) if is_text(table, c)}
     chosen = list(range(n))
     sizes = list(natural)
@@ -53,22 +56,26 @@ def fit_columns(table: TableData, width: int, border: int = 2, edge: int = -2) -
     def total() -> int:
         return sum(sizes[c] + border for c in chosen) + edge
 
-    def squeeze(least: int) -> None:
-        """Cut the widest text columns, one character at a time, down to `least` (or their own width)."""
+    def squeeze(least: int, only: int | None = None) -> None:
+        """Cut the widest text columns (or `only` that one), a character at a time, down to `least`."""
         over = total() - width
         while over > 0:
-            wide = [c for c in chosen if c in text and sizes[c] > min(natural[c], least)]
+            wide = [c for c in chosen if c in text and sizes[c] > min(natural[c], least) and only in (None, c)]
             if not wide:
                 return
             c = max(wide, key=lambda k: (sizes[k], -k))
             sizes[c] -= 1
             over -= 1
 
+    for c in empty:  # nothing in it: gone before any text is cut
+        if total() <= width:
+            break
+        chosen.remove(c)
     squeeze(minimum)
     while total() > width and len(chosen) > 1:
         victim = next(c for c in reversed(order) if c in chosen and c != order[0])
-        if victim in text:  # a text column goes only once it cannot be cut shorter
-            squeeze(HARD_MINIMUM)
+        if victim in text:  # a text column goes only once it cannot itself be cut shorter
+            squeeze(HARD_MINIMUM, victim)
             if total() <= width:
                 break
         chosen.remove(victim)
