@@ -303,6 +303,7 @@ class TraceTask:
     options: Any  # ctxsim.api.Options
     cells: tuple[CellSpec, ...]
     out_dir: str | None  # where the Parquet files go; None: none written
+    dates: Any = None  # sweep_dates.DateRange: only the sessions that started in it; None: every session
 
 
 @dataclass(frozen=True)
@@ -387,6 +388,12 @@ def _run_task(task: TraceTask) -> list[str]:
     if trace.digest != task.digest:
         raise CtxsimError(f"{task.path}: the file changed while the sweep ran (digest {trace.digest[:19]}..., "
                           f"expected {task.digest[:19]}...)")
+    skipped_sessions = None
+    if task.dates is not None:  # --since/--until: the sessions that started in the range, counted
+        from ctxsim.sweep_dates import in_range
+
+        trace, outside, untimed = in_range(trace, task.dates)
+        skipped_sessions = {"outside_dates": outside, "untimed": untimed}
     calibration: Any = None
     if opts.calibrate:  # as api.replay_trace does
         from ctxsim.analysis.calibrate import calibrated
@@ -421,6 +428,8 @@ def _run_task(task: TraceTask) -> list[str]:
         summary = _summary(task, cell, tokens, run, result.manifest, recorded, trace)
         if calibration is not None:
             summary["calibrated"] = True
+        if skipped_sessions is not None:
+            summary["skipped_sessions"] = skipped_sessions
         out.append(json.dumps(summary, sort_keys=True, separators=(",", ":")))
         if task.out_dir is not None:
             tables.append(_arrow_table(cell, tokens, run))
@@ -579,6 +588,7 @@ class Plan:
     done: dict[str, str] = field(default_factory=dict)  # cell id -> summary JSON (found in the output)
     skipped: int = 0
     left_out: list[tuple[str, str]] = field(default_factory=list)  # (file, why): in the folders, not traces
+    dates: Any = None  # sweep_dates.DateRange or None
 
 
 def budgets_for(entry: PolicyEntry, budgets: Sequence[Budget]) -> list[Budget]:
@@ -586,7 +596,7 @@ def budgets_for(entry: PolicyEntry, budgets: Sequence[Budget]) -> list[Budget]:
 
 
 def plan(paths: Sequence[str], specs: Sequence[str], budgets: Sequence[Budget], options: Any, fmt: str | None,
-         out_dir: str | None) -> Plan:
+         out_dir: str | None, dates: Any = None) -> Plan:
     from ctxsim.pricing import price_data_version
 
     from ctxsim.policies.spec import resolve
@@ -599,12 +609,12 @@ def plan(paths: Sequence[str], specs: Sequence[str], budgets: Sequence[Budget], 
                 with_budget(next(c for c in resolve([entry.spec]) if c.label == entry.label).policy, budget.tokens)
     files = expand_inputs(paths, fmt, left_out)
     prices = price_data_version()
-    opts = options_json(options) | {"format": fmt}
+    opts = options_json(options) | {"format": fmt} | ({"dates": dates.to_json()} if dates is not None else {})
     inputs = []
     for path in files:
         digest = file_digest(path)
         inputs.append((path, digest, trace_id(path, digest)))
-    p = Plan(inputs, entries, list(budgets), options, fmt, left_out=sorted(set(left_out)))
+    p = Plan(inputs, entries, list(budgets), options, fmt, left_out=sorted(set(left_out)), dates=dates)
     pending: dict[str, list[CellSpec]] = {}
     first_path: dict[str, tuple[str, str]] = {}
     existing: dict[str, dict[str, str]] = {}
@@ -625,7 +635,7 @@ def plan(paths: Sequence[str], specs: Sequence[str], budgets: Sequence[Budget], 
                 first_path.setdefault(tid, (path, digest))
     for tid, cells in pending.items():
         path, digest = first_path[tid]
-        p.tasks.append(TraceTask(path, digest, tid, fmt, options, tuple(cells), out_dir))
+        p.tasks.append(TraceTask(path, digest, tid, fmt, options, tuple(cells), out_dir, dates))
     return p
 
 
@@ -773,6 +783,29 @@ class Report:
             notes.update(s.get("price_notes", []))
         return sorted(notes)
 
+    def date_counts(self) -> dict[str, Any] | None:
+        """--since/--until: the range, and how many sessions were replayed, outside it, or with no time to tell."""
+        if self.plan.dates is None:
+            return None
+        base = self.baseline_label()
+        outside = untimed = kept = 0
+        for i in range(len(self.plan.inputs)):
+            s = self.summary(i, base, NO_BUDGET)
+            outside += s.get("skipped_sessions", {}).get("outside_dates", 0)
+            untimed += s.get("skipped_sessions", {}).get("untimed", 0)
+            kept += len(s["sessions"])
+        return self.plan.dates.to_json() | {"sessions_replayed": kept, "sessions_outside": outside,
+                                            "sessions_untimed": untimed}
+
+    def date_notes(self) -> list[str]:
+        counts = self.date_counts()
+        if counts is None:
+            return []
+        untimed = counts["sessions_untimed"]
+        untimed_text = f"; {untimed:,} with no time to tell, skipped too" if untimed else ""
+        return [f"{self.plan.dates.describe()}: {counts['sessions_replayed']:,} session(s) started in the range "
+                f"and were replayed; {counts['sessions_outside']:,} outside it skipped{untimed_text}"]
+
     def manifest(self) -> dict[str, Any]:
         from ctxsim.pricing import price_data_latest_change, price_data_version
 
@@ -792,7 +825,8 @@ class Report:
             "policies": [{"label": e.label, "spec": e.spec, "effective": e.effective, "takes_budget": e.takes_budget,
                           "cells": {b.label: self._effective_at(e, b) for b in budgets_for(e, self.plan.budgets)}}
                          for e in self.plan.policies],
-            "options": options_json(self.plan.options) | {"format": self.plan.fmt},
+            "options": options_json(self.plan.options) | {"format": self.plan.fmt}
+            | ({"dates": self.date_counts()} if self.plan.dates is not None else {}),
             "inputs": [{"path": path, "digest": digest, "trace_id": tid} for path, digest, tid in self.plan.inputs],
             "left_out": [{"path": path, "why": why} for path, why in self.plan.left_out],
             "cells": len(self.plan.cells),

@@ -90,3 +90,48 @@ def test_each_discovery_folder_is_in_its_readers_location_text():
         for folder in spec["folders"]:
             tail = folder.rstrip("/").rsplit("/", 2)
             assert tail[-2] in text or tail[-1] in text, (name, folder)
+
+
+# ---------------------------------------------------------------- validate and convert discover too (issue 16)
+def test_validate_with_no_path_reads_the_sessions_found(tmp_path):
+    expected = fake_home(tmp_path)
+    every = run(tmp_path, "validate", "--json", "--no-calibrate")
+    assert every.exit_code == 0, every.output
+    assert "reading 5 session file(s) found" in every.stderr
+    data = json.loads(every.stdout)
+    assert data["requests"] == sum(expected.values())
+    one = run(tmp_path, "validate", "--json", "--no-calibrate", "--source", "codex")
+    assert one.exit_code == 0, one.output
+    assert json.loads(one.stdout)["requests"] == expected["codex"] and "(codex)" in one.stderr
+    both = run(tmp_path, "validate", str(tmp_path / ".codex"), "--source", "codex")
+    assert both.exit_code == 2 and "give either paths or --source" in both.stderr
+
+
+def test_convert_with_no_path_converts_the_sessions_found(tmp_path):
+    from ctxsim.formats import read_traces
+
+    expected = fake_home(tmp_path)
+    out = tmp_path / "out" / "claude.jsonl"
+    res = run(tmp_path, "convert", "--source", "claude-code", "-o", str(out))
+    assert res.exit_code == 0, res.output
+    trace = read_traces([str(out)], "native", False, [])
+    assert sum(s.requests for s in trace.sessions) == expected["claude-code"]
+    assert {s.id for s in trace.sessions} >= {"s1", "s2"}
+    everything = tmp_path / "out" / "all.jsonl"
+    assert run(tmp_path, "convert", "-o", str(everything)).exit_code == 0
+    assert sum(s.requests for s in read_traces([str(everything)], "native", False, []).sessions) == \
+        sum(expected.values())
+    # a discovered log is an input too: converting onto it is refused, and so is a suffix it cannot write
+    log = tmp_path / ".claude/projects/-home-u-shop/s1.jsonl"
+    before = log.read_bytes()
+    onto = run(tmp_path, "convert", "-o", str(log))
+    assert onto.exit_code == 2 and "input" in onto.stderr and log.read_bytes() == before
+    assert run(tmp_path, "convert", "-o", str(tmp_path / "x.json")).exit_code == 2
+
+
+def test_validate_and_convert_with_nothing_found_say_where_they_looked(tmp_path):
+    for args in (["validate"], ["convert", "-o", str(tmp_path / "x.jsonl")]):
+        result = run(tmp_path, *args)
+        assert result.exit_code == 2 and "no sessions found where the agents keep them" in result.stderr
+        assert f"{tmp_path}/.claude/projects" in result.stderr and "Traceback" not in result.output
+    assert not (tmp_path / "x.jsonl").exists()

@@ -102,8 +102,10 @@ def test_inspect_cli_json_and_grouping():
     assert list(by_day["by"]["groups"]) == ["2026-01-13"]
     text = run_cli("inspect", str(CLAUDE), "--by", "model", "--tokenizer", "chars4")
     assert text.exit_code == 0 and "claude-sonnet-4-5-20250929" in text.stdout and "28,268" in text.stdout
-    full = run_cli("inspect", str(CLAUDE), "--tokenizer", "chars4")
+    full = run_cli("inspect", str(CLAUDE), "--tokenizer", "chars4", "--wide")  # every column, uncut
     assert "compaction (before: 9,800 tokens)" in full.stdout
+    fitted = run_cli("inspect", str(CLAUDE), "--tokenizer", "chars4")  # 80 columns: the event still shown, cut
+    assert "compaction (before: 9," in fitted.stdout
     bad = run_cli("inspect", str(CLAUDE), "--by", "fortnight")
     assert bad.exit_code == 2 and "--by must be one of day, week, month, session, project, model, block" in bad.stderr
 

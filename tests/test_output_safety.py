@@ -98,10 +98,13 @@ def hidden_siblings(folder: Path) -> list[str]:
 
 
 # ---------------------------------------------------------------- an input is never overwritten
-def test_replay_onto_its_own_trace_is_refused_and_the_trace_kept(trace: Path):
+def test_replay_onto_its_own_trace_is_refused_and_the_trace_kept(tmp_path: Path, trace: Path):
     before = trace.read_bytes()
-    one_error_line(invoke("replay", trace, "-o", trace), str(trace), "input", "--force")
-    assert trace.read_bytes() == before
+    one_error_line(invoke("replay", trace, "-o", trace), str(trace), "cannot write '.jsonl'")  # not a run's suffix
+    named = tmp_path / "t.json"  # a trace named like a run artefact: the input check refuses it
+    named.write_bytes(before)
+    one_error_line(invoke("replay", named, "-o", named), str(named), "input", "--force")
+    assert trace.read_bytes() == before and named.read_bytes() == before
 
 
 def test_convert_onto_its_own_claude_code_log_is_refused(tmp_path: Path):
@@ -118,7 +121,7 @@ def test_convert_onto_its_own_claude_code_log_is_refused(tmp_path: Path):
 def test_the_same_file_through_a_hard_link_or_a_symlinked_folder_is_refused(tmp_path: Path, trace: Path):
     hard = tmp_path / "hard.jsonl"
     os.link(trace, hard)
-    one_error_line(invoke("replay", trace, "-o", hard), "same file as the input")
+    one_error_line(invoke("convert", trace, "-o", hard), "same file as the input")
     linked = tmp_path / "linked"
     linked.symlink_to(tmp_path, target_is_directory=True)
     one_error_line(invoke("convert", trace, "-o", linked / "t.jsonl"), "input")
@@ -142,10 +145,11 @@ def test_diff_and_report_do_not_overwrite_their_run(run_json: Path, tmp_path: Pa
 
 
 def test_a_policy_file_is_an_input_too(tmp_path: Path, trace: Path):
-    policy = tmp_path / "p.toml"
-    policy.write_text('[policy]\nname = "clear"\n', encoding="utf-8")
-    one_error_line(invoke("replay", trace, "-p", str(policy), "-o", tmp_path / "p.toml"), "input")
-    assert policy.read_text(encoding="utf-8") == '[policy]\nname = "clear"\n'
+    policy = tmp_path / "p.json"  # an Anthropic context_management file
+    text = '{"edits": [{"type": "clear_tool_uses_20250919"}]}'
+    policy.write_text(text, encoding="utf-8")
+    one_error_line(invoke("replay", trace, "-p", str(policy), "-o", policy), "input")
+    assert policy.read_text(encoding="utf-8") == text
 
 
 # ---------------------------------------------------------------- links and special files
@@ -221,8 +225,9 @@ def test_an_empty_output_path_is_refused_by_every_command(tmp_path: Path, trace:
 
 
 def test_a_path_under_a_file_is_refused(trace: Path, run_json: Path):
-    for args in (("replay", trace), ("convert", trace), ("compare", trace, "--policies", "clear")):
-        one_error_line(invoke(*args, "-o", trace / "out.json"), "is not a folder")
+    for args, name in ((("replay", trace), "out.json"), (("convert", trace), "out.jsonl"),
+                       (("compare", trace, "--policies", "clear"), "out.json")):
+        one_error_line(invoke(*args, "-o", trace / name), "is not a folder")
     one_error_line(invoke("report", run_json, "-o", run_json / "report.md"), "is not a folder")
     assert trace.read_bytes() == NATIVE.read_bytes()
 
@@ -231,11 +236,16 @@ def test_a_folder_where_a_file_is_expected_is_refused(tmp_path: Path, trace: Pat
     folder = tmp_path / "out.json"
     folder.mkdir()
     one_error_line(invoke("replay", trace, "-o", folder), "is a folder, expected a file")
-    one_error_line(invoke("convert", trace, "-o", folder), "is a folder, expected a file")
+    folder_jsonl = tmp_path / "out.jsonl"
+    folder_jsonl.mkdir()
+    one_error_line(invoke("convert", trace, "-o", folder_jsonl), "is a folder, expected a file")
     one_error_line(invoke("compare", trace, "--policies", "clear", "-o", folder), "is a folder, expected a file")
     one_error_line(invoke("diff", run_json, run_json, "-o", folder), "is a folder, expected a file")
     # and the other way round: a bundle where a file is
-    one_error_line(invoke("compare", trace, "--policies", "clear", "-o", trace), "not a folder")
+    plain = tmp_path / "bundle"
+    plain.write_text("mine", encoding="utf-8")
+    one_error_line(invoke("report", run_json, "-o", plain), "not a folder")
+    assert plain.read_text(encoding="utf-8") == "mine"
     assert list(folder.iterdir()) == []
 
 

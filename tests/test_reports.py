@@ -307,7 +307,7 @@ def test_report_to_stdout_and_errors(tmp_path: Path, saved: Path):
     assert res.exit_code == 0 and "summary" in res.stdout and "\x1b[" not in res.stdout
     for args, message in [
         (["-f", "pdf"], "unknown format"),
-        (["-o", tmp_path / "x.docx"], "cannot tell the format"),
+        (["-o", tmp_path / "x.docx"], "cannot write '.docx' files; report -o writes .txt (the terminal table)"),
         (["-f", "parquet"], "give the file to write with -o"),
         (["-f", "png"], "give -o"),
         (["-f", "csv", "-o", tmp_path / "x.png"], "looks like png"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -48,3 +49,70 @@ def test_compare_at_80_columns_fits_and_says_what_it_left_out(monkeypatch) -> No
     assert "more column(s) with --wide" in out
     wide = CliRunner().invoke(app, ["compare", TRACE, "--policies", "clear,compact", "--wide"]).stdout
     assert "fresh prefill" in wide and "more column(s)" not in wide
+
+
+# ---------------------------------------------------------------- inspect's full view (issue 15)
+CLAUDE = Path(__file__).resolve().parent / "fixtures" / "tiny" / "claude-code.jsonl"
+
+
+def _fit_table():  # type: ignore[no-untyped-def]
+    from ctxsim.reports._fit import FitTable
+
+    return FitTable("t", ["#", "project", "requests", "cost", "what arrived"],
+                    [["1", "a-very-long-project-name-indeed", "1,234", "$0.0123", "Read result 3,216, Bash result 4"],
+                     ["2", "web", "56", "$1.50", "user 10"]],
+                    left=2, keep=("#", "project", "cost", "requests", "what arrived"))
+
+
+def test_text_columns_are_shortened_before_any_number_is_touched() -> None:
+    from ctxsim.reports._fit import fit_columns
+    from ctxsim.reports._terminal import plain
+
+    table, left_out = fit_columns(_fit_table(), 50)
+    text = plain(table)
+    assert left_out == [] and max(len(line) for line in text.splitlines()) <= 50
+    assert table.rows[0][2:4] == ["1,234", "$0.0123"] and table.rows[1][2:4] == ["56", "$1.50"]  # numbers whole
+    assert table.rows[0][1].endswith("…") and table.rows[0][1].startswith("a-very-long")
+    assert table.rows[1][1] == "web"  # short text is left as it is
+    wide, none_left = fit_columns(_fit_table(), 200)
+    assert wide.rows == _fit_table().rows and none_left == []
+
+
+def test_past_the_shortest_text_the_least_kept_columns_go_first() -> None:
+    from ctxsim.reports._fit import fit_columns
+
+    table, left_out = fit_columns(_fit_table(), 32)
+    assert left_out[0] == "what arrived" and "#" in table.headers and "project" in table.headers
+    assert table.headers == [h for h in _fit_table().headers if h in table.headers]  # order kept
+    for width in (20, 26, 40, 60):
+        for border, edge in ((2, -2), (3, 1)):
+            fitted, _ = fit_columns(_fit_table(), width, border, edge)
+            used = sum(max([len(fitted.headers[c])] + [len(r[c]) for r in fitted.rows]) + border
+                       for c in range(len(fitted.headers))) + edge
+            assert used <= width or len(fitted.headers) == 1, (width, border, fitted.headers)
+
+
+def test_an_empty_column_goes_before_any_with_something_in_it() -> None:
+    from ctxsim.reports._fit import FitTable, fit_columns
+
+    table = FitTable("t", ["#", "project", "link", "requests"], [["1", "unruffled-mcclintock", "", "94"]], left=3,
+                     keep=("#", "project", "link", "requests"))
+    fitted, left_out = fit_columns(table, 33)  # 39 with link, 33 without: the text is not cut
+    assert left_out == ["link"] and fitted.rows == [["1", "unruffled-mcclintock", "94"]]
+
+
+def test_inspect_at_80_columns_fits_and_names_sessions_by_project_and_start(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("COLUMNS", "80")
+    out = CliRunner().invoke(app, ["inspect", str(CLAUDE)]).stdout
+    tables = out.split("\nnote:", 1)[0]
+    assert "timeline" in tables and max(len(line) for line in tables.splitlines()) <= 80
+    sessions = out.split("sessions (by project and start", 1)[1].split("\n\n", 1)[0]
+    assert "shop" in sessions and "2026-01-13 16:56" in sessions
+    assert "tiny-claude" not in tables  # the session id: in --json, not in the tables
+    assert "note: left out to fit 80 columns (--wide or --json shows them): sessions: source, link" in out
+    wide = CliRunner().invoke(app, ["inspect", str(CLAUDE), "--wide"]).stdout
+    assert "left out to fit" not in wide and "claude-code" in wide.split("sessions (by", 1)[1].split("\n\n")[0]
+    assert "claude-sonnet-4-5" in wide and "…" not in wide
+    data = json.loads(CliRunner().invoke(app, ["inspect", str(CLAUDE), "--json"]).stdout)
+    assert data["sessions"][0]["id"] == "tiny-claude" and data["sessions"][0]["project"] == "shop"
+    assert data["sessions"][0]["started"].startswith("2026-01-13T16:56")

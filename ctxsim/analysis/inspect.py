@@ -128,6 +128,8 @@ class SessionInfo:
     parent: str | None
     continues: str | None
     recorded_totals: dict[str, Any] | None
+    project: str = ""  # as inspect --by project names it (the cwd's last part, the product's folder ...)
+    started: str | None = None  # the first timed message's time (ISO), as recorded
 
 
 @dataclass
@@ -224,6 +226,24 @@ def tool_of(message: Message) -> str | None:
     return str(tool) if tool else None
 
 
+def _paths_of(trace: Trace, files: list[FileReport] | None) -> dict[int, str]:
+    """id(session) -> the file it was read from, where the readers' counts tell (else the first file)."""
+    read = [f for f in files or [] if f.format]
+    if not read:
+        return {}
+    if sum(f.sessions for f in read) == len(trace.sessions):
+        order = [f.path for f in read for _ in range(f.sessions)]
+    else:
+        order = [read[0].path] * len(trace.sessions)
+    return {id(s): path for s, path in zip(trace.sessions, order, strict=True)}
+
+
+def _project(path: str, session: Session) -> str:
+    from ctxsim.analysis.accounting import home_of, project_of
+
+    return project_of(path, session, session.source or "", home_of())
+
+
 def inspect_trace(trace: Trace, files: list[FileReport] | None = None, tokenizer: str = "o200k_base",
                   largest: int = 10, include_content: bool = False) -> Inspection:
     """What `trace` recorded. Trace content stays out unless `include_content`: the largest tool results are
@@ -243,6 +263,7 @@ def inspect_trace(trace: Trace, files: list[FileReport] | None = None, tokenizer
     totals_only: list[Session] = []
     agents_read = {s.extra.get("agent_id") for s in trace.sessions if s.extra.get("agent_id")}
     not_read: list[str] = []
+    paths = _paths_of(trace, files)
     for session in trace.sessions:
         sizer.prime(session)
         for agent in (session.extra.get("subagents") or {}):
@@ -315,7 +336,9 @@ def inspect_trace(trace: Trace, files: list[FileReport] | None = None, tokenizer
             max((r.input_tokens for r in mine if r.has_usage), default=0),
             sum(1 for e in session.events if e.name == "compaction"),
             session.extra.get("parent_session"), session.extra.get("continues"),
-            dict(session.extra["recorded_totals"]) if session.extra.get("recorded_totals") else None))
+            dict(session.extra["recorded_totals"]) if session.extra.get("recorded_totals") else None,
+            _project(paths.get(id(session), trace.name), session),
+            next((m.ts for m in session.messages if m.ts), None)))
     totals = totals_of(requests)
     notes = list(prices.notes)
     for session in totals_only:
@@ -381,6 +404,20 @@ def _money(value: Decimal | None) -> str:
     return f"${value:,.4f}" if value < 100 else f"${value:,.2f}"
 
 
+def _started(ts: str | None) -> str:
+    """An ISO time as `YYYY-MM-DD HH:MM` in UTC; `-` when there is none (or it does not parse)."""
+    if not ts:
+        return "-"
+    from datetime import datetime, timezone
+
+    from ctxsim.model import parse_ts
+
+    try:
+        return datetime.fromtimestamp(parse_ts(ts), tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return "-"
+
+
 def _share(part: int, whole: int) -> str:
     return f"{part / whole * 100:.1f}%" if whole else "-"
 
@@ -420,12 +457,25 @@ def tables(insp: Inspection, by: str | None = None, timeline: bool = True) -> tu
                                _n(g.cache_write_1h_tokens), _n(g.cache_read_tokens), _n(g.output_tokens),
                                f"{g.hit_rate * 100:.1f}%", _n(g.peak_context_tokens), _money(g.cost_usd)]
                               for k, g in groups.items()]))
-    out.append(TableData("sessions", ["session", "source", "model", "requests", "peak", "compactions", "link"],
-                         [[s.id, s.source or "", s.model or "", _n(s.requests), _n(s.peak_context_tokens),
-                           _n(s.compactions),
-                           (f"subagent of {s.parent}" if s.parent else "") + (f"continues {s.continues}"
-                                                                               if s.continues else "")]
-                          for s in insp.sessions], left=3))
+    from ctxsim.reports._fit import FitTable
+
+    number = {s.id: str(i) for i, s in enumerate(insp.sessions, 1)}  # sessions by number, not by UUID fragments
+
+    def link(s: SessionInfo) -> str:
+        parts = ([f"subagent of #{number[s.parent]}" if s.parent in number else f"subagent of {s.parent}"]
+                 if s.parent else []) + \
+                ([f"continues #{number[s.continues]}" if s.continues in number else f"continues {s.continues}"]
+                 if s.continues else [])
+        return "; ".join(parts)
+
+    out.append(FitTable("sessions (by project and start; --json has their ids)",
+                        ["#", "project", "started (UTC)", "source", "model", "requests", "peak", "compactions",
+                         "link"],
+                        [[number[s.id], s.project, _started(s.started), s.source or "", s.model or "",
+                          _n(s.requests), _n(s.peak_context_tokens), _n(s.compactions), link(s)]
+                         for s in insp.sessions], left=5,
+                        keep=("#", "project", "started (UTC)", "requests", "peak", "link", "compactions", "model",
+                              "source"), minimum=14))
     c = insp.composition
     role_tokens = sum(v["tokens"] for v in c.by_role.values())
     role_carried = sum(v["carried"] for v in c.by_role.values())
@@ -442,12 +492,13 @@ def tables(insp: Inspection, by: str | None = None, timeline: bool = True) -> tu
                               for tool, v in c.by_tool.items()]))
     if c.largest_results:
         content = any("preview" in r for r in c.largest_results)  # --include-content: the redacted start
-        out.append(TableData("largest tool results", ["session", "after req", "tool", "tokens"]
-                             + (["starts with (redacted)"] if content else []),
-                             [[r["session"][-24:], _n(r["after_request"]), r["tool"], _n(r["tokens"])]
-                              + ([r.get("preview", "")] if content else []) for r in c.largest_results], left=3))
+        out.append(FitTable("largest tool results", ["session", "after req", "tool", "tokens"]
+                            + (["starts with (redacted)"] if content else []),
+                            [[number.get(r["session"], r["session"][-24:]), _n(r["after_request"]), r["tool"],
+                              _n(r["tokens"])] + ([r.get("preview", "")] if content else [])
+                             for r in c.largest_results], left=3, keep=("session", "after req", "tool", "tokens")))
     if c.largest_jumps:
-        out.append(TableData(
+        out.append(FitTable(
             f"prompt growth per request: median {c.growth['median']:+,}, p90 {c.growth['p90']:+,}, "
             f"max {c.growth['max']:+,}, min {c.growth['min']:+,}; largest steps",
             ["request", "growth", "what arrived"],
@@ -458,18 +509,22 @@ def tables(insp: Inspection, by: str | None = None, timeline: bool = True) -> tu
         while len(insp.requests) // step > TIMELINE_ROWS:
             step = step * 5 if str(step).startswith("2") else step * 2
         shown = [r for r in insp.requests if step == 1 or r.number == 1 or r.number % step == 0 or r.events]
-        out.append(TableData("timeline (recorded usage per request" + (
+        several = len(insp.sessions) > 1
+        out.append(FitTable("timeline (recorded usage per request" + (
             f"; every {step}th and every request with an event: --json has all" if step > 1 else "") + ")",
-                             ["#", "session", "time", "prompt", "read", "write", "output", "cost", "growth",
-                              "arrived / events"],
-                             [[_n(r.number), r.session[-12:], (r.ts or "")[11:19], _n(r.input_tokens) if r.has_usage
+                            ["#", "session", "time", "prompt", "read", "write", "output", "cost", "growth",
+                             "arrived / events"],
+                            [[_n(r.number), number.get(r.session, r.session[-12:]), (r.ts or "")[11:19],
+                              _n(r.input_tokens) if r.has_usage
                                else "-", _n(r.cache_read_tokens) if r.has_usage else "-",
                                _n(r.cache_write_tokens + r.cache_write_1h_tokens) if r.has_usage else "-",
                                _n(r.output_tokens) if r.has_usage else "-", _money(r.cost_usd) if r.has_usage else "-",
                                f"{r.growth_tokens:+,}" if r.growth_tokens is not None else "",
                                "; ".join(r.events + [", ".join(r.arrived[:3]) + (" ..." if len(r.arrived) > 3 else "")])
                                .strip("; ")]
-                              for r in shown], left=3))
+                              for r in shown], left=3,
+                            keep=("#", *(("session",) if several else ()), "time", "prompt", "cost", "growth",
+                                  "arrived / events", "read", "write", "output", "session"), minimum=20))
     notes = [f"prices: {insp.prices}"]
     for f in insp.files:
         notes.append(f"read {f.path} as {f.format}: {f.sessions} session(s)")

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from ctxsim.cli import app, default_trace, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, CalibrateOpt, ForceOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt,
+    CacheOpt, CacheTtlOpt, CalibrateOpt, ForceOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt,
     ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt, WindowOpt, options, spec_files, totals_json,
 )
 from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
+from ctxsim.commands._output import RUN_KINDS, option_help
+from ctxsim.commands.sweep import SinceOpt, TimezoneOpt, UntilOpt
 from ctxsim.errors import CtxsimError
+
 
 DEFAULT_POLICIES = ("none,clear,compact,clear+compact,truncate,tiered,mask,recent,zones,scored,hierarchical,"
                     "claude-code,codex")
@@ -48,12 +50,17 @@ def compare(
     jobs: JobsOpt = None,
     as_json: JsonOpt = False,
     wide: Annotated[bool, typer.Option("--wide", help="Every column, however wide the terminal.")] = False,
-    output: OutputOpt = None,
+    output: Annotated[Optional[str], typer.Option("-o", "--output", help=option_help(
+        RUN_KINDS, "A path with no suffix is a bundle folder; any other suffix is refused. Several traces: "
+                   "DIR/ (the sweep folder, resumable), .json, .csv or .md."))] = None,
     image_base_url: Annotated[Optional[str], typer.Option(
         "--image-base-url", help="-o DIR: the URL the bundle's charts will be served under (e.g. where CI uploads "
                                  "it); report.md shows them as images from there, else leaves them out with a "
                                  "note.")] = None,
     force: ForceOpt = False,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    tz: TimezoneOpt = None,
     max_line_bytes: MaxLineBytesOpt = None,
     max_input_bytes: MaxInputBytesOpt = None,
     max_messages: MaxMessagesOpt = None,
@@ -74,25 +81,40 @@ def compare(
                    skip_bad_lines, jobs)
     set_limits(max_line_bytes, max_input_bytes, max_messages)
     from ctxsim.sweep import is_corpus
+    from ctxsim.sweep_dates import date_range
 
+    dates = date_range(since, until, tz)
     if traces and is_corpus(traces, fmt):  # several traces: the sweep engine, the policies as written
         from ctxsim.commands.sweep import corpus_compare
 
         if providers:
             raise CtxsimError("--providers takes one trace; for several, run one compare per provider")
-        return corpus_compare(traces, specs, opts, fmt, None if output is None else Path(output), as_json)
+        from ctxsim.commands._output import decide
+        from ctxsim.commands.sweep import SWEEP_KINDS
+
+        out = None if output is None else decide(output, "compare of several traces", SWEEP_KINDS)
+        return corpus_compare(traces, specs, opts, fmt, out, as_json, force, dates)
+    if dates is not None:
+        raise CtxsimError("--since/--until pick sessions across several traces (a folder, a glob, several files); "
+                          "for one trace, run it alone")
     trace = traces[0] if traces else None
     provider_list = [p.strip() for p in providers.split(",") if p.strip()] if providers else []
     source = trace or default_trace()
+    out = None
     if output is not None:  # refused before the work, not after it
-        _check(output, [source, *spec_files(specs)], force)
+        from ctxsim.commands._output import check_run, decide
+
+        out = decide(output, "compare", RUN_KINDS, plain="json")
+        check_run(out, [source, *spec_files(specs)], force)
     from ctxsim.reports import check_image_base_url
 
     check_image_base_url(image_base_url)
     result = replay_trace(source, specs, fmt=fmt, options=opts, providers=provider_list, show_progress=True)
     written: list[str] = []
-    if output is not None:
-        written = [str(p) for p in _write(result, Path(output), force, image_base_url)]
+    if out is not None:
+        from ctxsim.commands._output import write_run
+
+        written = [str(p) for p in write_run(result, out, force, image_base_url)]
     if as_json:
         typer.echo(json.dumps(totals_json(result), indent=1, sort_keys=True))
     else:
@@ -128,27 +150,3 @@ def compare(
     for path in written:
         typer.echo(f"wrote {path}", err=True)
 
-
-def _check(output: str, inputs: list[str], force: bool) -> None:
-    from ctxsim._support.fileio import check_folder, check_output, output_path
-
-    path = output_path(output)
-    if path.suffix.lower() == ".json":
-        check_output(output, inputs, force)
-    elif path.exists() and not path.is_dir():
-        raise CtxsimError(f"{output}: exists and is not a folder (compare -o writes the report bundle into a "
-                          f"folder, or the run alone to FILE.json)")
-    else:
-        from ctxsim.reports import bundle_entry
-
-        check_folder(output, inputs, force, bundle_entry)
-
-
-def _write(result, folder: Path, force: bool, image_base_url: str | None = None):  # type: ignore[no-untyped-def]
-    """`-o FILE.json`: the run artefact alone; `-o DIR`: run.json and the whole report bundle, swapped in whole."""
-    if folder.suffix.lower() == ".json":
-        result.save(folder, force)
-        return [folder]
-    from ctxsim.reports import write_bundle
-
-    return write_bundle(result, folder, force, image_base_url)

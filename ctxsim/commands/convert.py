@@ -9,23 +9,29 @@ import typer
 from ctxsim.cli import app, fail, guarded
 from ctxsim.commands._options import ForceOpt
 from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
-from ctxsim.commands.inspect import FormatOpt, SkipOpt, TracesArg, read_inputs
+from ctxsim.commands._found import OptionalTracesArg, SourceOpt, inputs
+from ctxsim.commands.inspect import FormatOpt, SkipOpt, read_inputs
+
+TRACE_KINDS = {"jsonl": "the trace in the native format"}  # what convert and synth write
 
 
 @app.command("convert")
 @guarded
 def convert_command(
-    traces: TracesArg,
-    output: Annotated[Optional[str], typer.Option("-o", "--output", help="The native JSONL file to write "
-                                                                        "('-' for stdout).")] = None,
+    traces: OptionalTracesArg = None,
+    output: Annotated[Optional[str], typer.Option("-o", "--output", help="The native JSONL file to write: "
+                                                  "FILE.jsonl (or no suffix), '-' for stdout; any other suffix "
+                                                  "is refused.")] = None,
     fmt: FormatOpt = None,
+    source: SourceOpt = None,
     skip_bad_lines: SkipOpt = False,
     force: ForceOpt = False,
     max_line_bytes: MaxLineBytesOpt = None,
     max_input_bytes: MaxInputBytesOpt = None,
     max_messages: MaxMessagesOpt = None,
 ) -> None:
-    """Convert traces to ctxsim's native JSONL; replaying the result equals replaying the original.
+    """Convert traces to ctxsim's native JSONL; replaying the result equals replaying the original. With no
+    path: the sessions found where the agents keep them (--source narrows it).
 
     The output is the trace itself, every text in it as recorded (not redacted): the one command exempt
     from keeping trace content out of its output.
@@ -39,6 +45,11 @@ def convert_command(
         fail("missing -o OUT.jsonl (or -o - for stdout)")
         return
     set_limits(max_line_bytes, max_input_bytes, max_messages)
+    if output != "-":
+        from ctxsim.commands._output import decide
+
+        decide(output, "convert", TRACE_KINDS)  # the suffix first: before discovery reads any folder
+    traces, fmt = inputs(traces, source, fmt)
     if output != "-":  # refused before reading, not after
         check_output(output, traces, force)
     trace, report = read_inputs(traces, fmt, skip_bad_lines)

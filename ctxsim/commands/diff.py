@@ -12,6 +12,8 @@ import typer
 from ctxsim.cli import app, guarded
 from ctxsim.commands._options import ForceOpt
 
+DIFF_KINDS = {"md": "the Markdown diff", "json": "the diff as --json prints it"}
+
 
 @app.command()
 @guarded
@@ -25,7 +27,8 @@ def diff(
                                "peak, p95, hit_rate, warm_hit_rate, input, fresh, output, rewrites, "
                                "summarize_cost, recall_misses, probes_lost. Default: cost.")] = None,
     output: Annotated[Optional[str], typer.Option(
-        "-o", "--output", help="Also write the Markdown diff here (for a PR comment).")] = None,
+        "-o", "--output", help="Also write the diff here, as the suffix says: .md (the Markdown diff, for a PR "
+                               "comment) or .json (as --json prints it); any other suffix is refused.")] = None,
     md: Annotated[bool, typer.Option("--md", help="Print Markdown on stdout instead of the table.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the diff as JSON for machines.")] = False,
     force: ForceOpt = False,
@@ -36,16 +39,20 @@ def diff(
     from ctxsim.reports import diff as diffs
     from ctxsim.reports._common import load_run
 
+    out = None
     if output is not None:
         from ctxsim._support.fileio import check_output
+        from ctxsim.commands._output import decide
 
-        check_output(output, [base, new], force)
+        out = decide(output, "diff", DIFF_KINDS)
+        check_output(out.text, [base, new], force)
     threshold = diffs.parse_threshold(fail_above) if fail_above is not None else None
     metrics = diffs.parse_metrics(metric or ["cost"])
     result = diffs.diff(load_run(base), load_run(new), metrics, threshold)
     text = diffs.markdown(result)
-    if output is not None:
-        write_file(output, text, force)
+    if out is not None:
+        write_file(out.path, text if out.kind == "md" else
+                   json.dumps(diffs.to_json(result), indent=1, sort_keys=True) + "\n", force)
     if as_json:
         typer.echo(json.dumps(diffs.to_json(result), indent=1, sort_keys=True))
     elif md:

@@ -71,6 +71,9 @@ def inspect_command(
     max_input_bytes: MaxInputBytesOpt = None,
     max_messages: MaxMessagesOpt = None,
     include_content: IncludeContentOpt = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Every column, however wide the terminal (default: text "
+                                                      "columns shortened, then the least useful left out, to "
+                                                      "fit).")] = False,
 ) -> None:
     """What a trace recorded, no simulation: requests, tokens, cost, hit rate, context, composition, timeline;
     with --by, --since/--until, --breaks or no path: accounting across every session, file by file."""
@@ -97,7 +100,7 @@ def inspect_command(
         data["cache_breaks"] = breaks_json(breaks_of(trace))
         typer.echo(json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False))
         return
-    print_tables(*tables(insp, None, timeline), title=f"inspect {insp.trace}")
+    print_tables(*tables(insp, None, timeline), title=f"inspect {insp.trace}", fit=not wide)
 
 
 def account(traces: list[str], as_json: bool, by: str | None, since: str | None, until: str | None,
@@ -135,14 +138,36 @@ def account(traces: list[str], as_json: bool, by: str | None, since: str | None,
     print_tables(tables, notes, title=title)
 
 
-def print_tables(tables, notes, title: str) -> None:  # type: ignore[no-untyped-def]
+def print_tables(tables, notes, title: str, fit: bool = False) -> None:  # type: ignore[no-untyped-def]
+    """The tables on stdout (rich on a terminal, plain text piped); with `fit`, each cut to the terminal's
+    width (`reports._fit`: text shortened first, then columns left out, said in a note)."""
     from ctxsim.reports._terminal import plain, rich_table
 
     out = sys.stdout
-    if out.isatty():
+    terminal = out.isatty()
+    if terminal:
         from rich.console import Console
 
         console = Console(file=out)
+    if fit:
+        import shutil
+
+        from ctxsim.reports._fit import FitTable, fit_columns
+
+        width = console.width if terminal else shutil.get_terminal_size((80, 24)).columns
+        fitted, cut = [], []
+        for table in tables:
+            if isinstance(table, FitTable):  # the tables that opted in (not the label-value totals)
+                table, left_out = fit_columns(table, width, *((3, 1) if terminal else (2, -2)))
+            else:
+                left_out = []
+            fitted.append(table)
+            if left_out:
+                cut.append(f"{table.title.split(' (')[0]}: {', '.join(left_out)}")
+        tables = fitted
+        if cut:
+            notes = [*notes, f"left out to fit {width} columns (--wide or --json shows them): {'; '.join(cut)}"]
+    if terminal:
         console.print(title, style="bold", highlight=False, markup=False)
         for table in tables:
             console.print(rich_table(table))
@@ -151,6 +176,12 @@ def print_tables(tables, notes, title: str) -> None:  # type: ignore[no-untyped-
         return
     print(title, file=out)
     for table in tables:
+        if fit:  # the title wrapped to the width too (rich wraps its own)
+            import textwrap
+
+            print("\n" + "\n".join(textwrap.wrap(table.title, width) or [""]), file=out)
+            print(plain(table), file=out)
+            continue
         print(f"\n{table.title}", file=out)
         print(plain(table), file=out)
     print(file=out)

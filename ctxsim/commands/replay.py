@@ -10,10 +10,15 @@ import typer
 
 from ctxsim.cli import app, default_trace, fail, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, CalibrateOpt, ForceOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt,
+    CacheOpt, CacheTtlOpt, CalibrateOpt, ForceOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt,
     ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, spec_files, totals_json,
 )
 from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
+from ctxsim.commands._output import RUN_KINDS, option_help
+
+ReplayOutputOpt = Annotated[Optional[str], typer.Option("-o", "--output", help=option_help(
+    RUN_KINDS, "A path with no suffix is a bundle folder (an existing file, FIFO or device: the run artefact); "
+               "any other suffix is refused."))]
 
 
 @app.command()
@@ -37,7 +42,7 @@ def replay(
     fmt: FormatOpt = None,
     jobs: JobsOpt = None,
     as_json: JsonOpt = False,
-    output: OutputOpt = None,
+    output: ReplayOutputOpt = None,
     force: ForceOpt = False,
     max_line_bytes: MaxLineBytesOpt = None,
     max_input_bytes: MaxInputBytesOpt = None,
@@ -58,17 +63,22 @@ def replay(
         fail(f"--policy {','.join(policy or [])!r} names no policy to replay (e.g. --policy clear)")
     set_limits(max_line_bytes, max_input_bytes, max_messages)
     source = trace or default_trace()
+    out = None
     if output is not None:  # refused before the work, not after it
-        from ctxsim._support.fileio import check_output
+        from ctxsim.commands._output import check_run, decide
 
-        check_output(output, [source, *spec_files(specs)], force)
+        out = decide(output, "replay", RUN_KINDS, plain="json")
+        check_run(out, [source, *spec_files(specs)], force)
     result = replay_trace(source, specs, fmt=fmt, options=opts, show_progress=True,
                           stream=True)  # a native file: one session at a time
-    if output is not None:
-        result.save(output, force)
+    written = []
+    if out is not None:
+        from ctxsim.commands._output import write_run
+
+        written = write_run(result, out, force)
     if as_json:
         typer.echo(json.dumps(totals_json(result), indent=1, sort_keys=True))
     else:
         emit(result, sys.stdout, every, sys.stdout.isatty())
-    if output is not None:
-        typer.echo(f"wrote {output}", err=True)
+    for path in written:
+        typer.echo(f"wrote {path}", err=True)

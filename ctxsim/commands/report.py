@@ -12,8 +12,14 @@ import typer
 from ctxsim.cli import app, fail, guarded
 from ctxsim.commands._options import ForceOpt
 
-FORMAT_HELP = ("table, md, csv, parquet, png, svg, or bundle (run.json, report.md, charts and tables into a "
-               "folder). Default: guessed from -o (a path without a suffix is a bundle folder), else table.")
+FORMAT_HELP = ("table, md, csv, parquet, png, svg, json (the run artefact, re-saved), or bundle (run.json, "
+               "report.md, charts and tables into a folder). Default: what -o's suffix says (DIR/, an existing "
+               "folder or a path without a suffix: a bundle folder), else table.")
+
+# What `report -o` writes, by suffix (with no -f): the error for any other suffix lists them.
+REPORT_KINDS = {"txt": "the terminal table", "md": "the Markdown report", "csv": "a tidy table, see --table",
+                "parquet": "a tidy table, see --table", "png": "a chart, see --chart", "svg": "a chart, see --chart",
+                "json": "the run artefact", "bundle": "the report bundle"}
 
 
 @app.command()
@@ -22,8 +28,9 @@ def report(
     run: Annotated[Path, typer.Argument(help="Run artefact (run.json) written by `replay -o` or `compare -o`.")],
     fmt: Annotated[Optional[str], typer.Option("-f", "--format", help=FORMAT_HELP)] = None,
     output_text: Annotated[Optional[str], typer.Option(
-        "-o", "--output", help="File to write (a folder for bundle, or for several charts); default: stdout "
-                               "for table, md and csv.")] = None,
+        "-o", "--output", help="File to write, its suffix saying what (.txt, .md, .csv, .parquet, .png, .svg, "
+                               ".json), or a folder (DIR/: the bundle, or several charts); default: stdout for "
+                               "table, md and csv.")] = None,
     chart: Annotated[Optional[list[str]], typer.Option(
         "--chart", help="png/svg: which chart (repeat for several): composition, context, cost, pareto, tokens. "
                         "Default: context for one file, every chart for a folder.")] = None,
@@ -38,7 +45,7 @@ def report(
 ) -> None:
     """Render a run artefact as terminal tables, Markdown, CSV, Parquet or charts (PNG, SVG)."""
     from ctxsim._support.fileio import check_folder, check_output, output_path
-    from ctxsim.reports import FORMATS, TABLES, bundle_entry, guess_format, markdown_links, render, write_bundle
+    from ctxsim.reports import FORMATS, TABLES, bundle_entry, markdown_links, render, write_bundle
     from ctxsim.reports._common import load_run
 
     from ctxsim.reports import check_image_base_url
@@ -46,12 +53,13 @@ def report(
     check_image_base_url(image_base_url)
     output = output_path(output_text) if output_text is not None else None
 
-    known = [*FORMATS, "bundle"]
+    known = [*FORMATS, "json", "bundle"]
     if fmt is not None and fmt not in known:
         fail(f"unknown format {fmt!r}; known: {', '.join(known)}")
     if table not in TABLES:
         fail(f"unknown table {table!r}; known: {', '.join(TABLES)}")
-    guessed = guess_format(output) if output is not None and not output.is_dir() else None
+    folder = output_text is not None and output_text.endswith(("/", os.sep))  # DIR/: a folder, whatever its name
+    guessed = _guess(output, output_text) if output is not None and not folder and not output.is_dir() else None
     if fmt is None:
         fmt = guessed or ("bundle" if output is not None else "table")
     if guessed is not None and guessed != fmt:
@@ -66,12 +74,22 @@ def report(
         check_folder(output, [] if own else [run], force, bundle_entry)
     elif output is not None and (fmt not in ("png", "svg") or guessed is not None):
         check_output(output, [run], force)
+    if fmt == "parquet":
+        from ctxsim.commands._output import Output, parquet_ready
+
+        parquet_ready(Output("parquet", output or Path("-"), output_text or "-"))
     result = load_run(run)
     written: list[Path] = []
 
     if fmt == "bundle":
         assert output is not None
         written = write_bundle(result, output, force, image_base_url)
+    elif fmt == "json":
+        if output is None:
+            fail("json: give the file to write with -o (the run artefact itself is the JSON)")
+            return
+        result.save(output, force)
+        written = [output]
     elif fmt in ("png", "svg"):
         written = _charts(result, fmt, output, chart, guessed is not None, run=run, force=force)
     elif fmt == "parquet" and output is None:
@@ -99,6 +117,22 @@ def report(
             written.append(_write(output, content, force))
     for path in written:
         typer.echo(f"wrote {path}", err=True)
+
+
+def _guess(output: Path, text: str) -> str | None:
+    """The format -o's suffix says (None: no suffix); one line naming what report writes for any other."""
+    from ctxsim.commands._output import kind_of_suffix, writes
+    from ctxsim.reports import FORMATS
+
+    if not output.suffix:
+        return None
+    if kind_of_suffix(output.suffix) == "json":
+        return "json"
+    for fmt, suffixes in FORMATS.items():
+        if output.suffix.lower() in suffixes:
+            return fmt
+    fail(f"-o {text}: cannot write {output.suffix!r} files; report -o writes {writes(REPORT_KINDS)} (or pass -f)")
+    return None
 
 
 def _write(path: Path, content: str | bytes, force: bool) -> Path:

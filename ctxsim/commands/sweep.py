@@ -19,7 +19,7 @@ import typer
 
 from ctxsim.cli import app, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, ModelOpt, ProviderOpt, ReserveOpt, SkipBadOpt,
+    CacheOpt, CacheTtlOpt, CalibrateOpt, ForceOpt, FormatOpt, FramingOpt, ModelOpt, ProviderOpt, ReserveOpt, SkipBadOpt,
     TokenizerOpt, WindowOpt, options,
 )
 from ctxsim.errors import CtxsimError
@@ -103,7 +103,7 @@ def _check_out_dir(out: Path, inputs: Sequence[str]) -> None:
 
 
 def run_sweep(traces: Sequence[str], policy_specs: Sequence[str], budgets_text: str | None, opts: Any,
-              fmt: str | None, out: Path | None, jobs: int | None, cluster: str | None) -> Any:
+              fmt: str | None, out: Path | None, jobs: int | None, cluster: str | None, dates: Any = None) -> Any:
     from ctxsim._support.parallel import available_cores
     from ctxsim.sweep import execute, expand_inputs, load_report, parse_budgets, plan
 
@@ -115,7 +115,7 @@ def run_sweep(traces: Sequence[str], policy_specs: Sequence[str], budgets_text: 
             raise CtxsimError(f"-o {out}: a sweep's output is a Parquet dataset, which needs pyarrow: "
                               "pip install 'ctxsim[parquet]'")
         _check_out_dir(out, expand_inputs(traces, fmt))
-    p = plan(traces, policy_specs, budgets, opts, fmt, None if out is None else str(out))
+    p = plan(traces, policy_specs, budgets, opts, fmt, None if out is None else str(out), dates)
     if p.left_out:
         shown = "; ".join(f"{path} ({why})" for path, why in p.left_out[:3])
         more = f"; and {len(p.left_out) - 3:,} more (all in manifest.json)" if len(p.left_out) > 3 else ""
@@ -192,16 +192,31 @@ def session_table(report: Any) -> Any:
                                      "recorded", "peak context", "first overflow"], out, left=4)
 
 
+def json_data(report: Any, per_session: bool) -> dict[str, Any]:
+    headers, rows = report.policy_rows()
+    data = {"manifest": report.manifest(), "policies": [dict(zip(headers, r, strict=True)) for r in rows]}
+    if per_session:
+        sh, srows = report.session_rows()
+        data["sessions"] = [dict(zip(sh, r, strict=True)) for r in srows]
+    return data
+
+
+def notes(report: Any) -> list[str]:
+    priced, total, cost, replayed = report.recorded()
+    if priced:
+        out = [f"recorded bill of the {priced:,} of {total:,} session(s) whose logged usage is all priced: "
+               f"{_money(str(cost))}; none's replay of the same sessions: {_money(str(replayed))}"]
+    else:
+        out = [f"none of the {total:,} session(s) recorded priced usage: no recorded bill to show"]
+    return out + list(report.notes()) + report.date_notes() + [
+        "open-loop replay: the agent's recorded outputs are replayed unchanged whatever the policy does"]
+
+
 def emit(report: Any, per_session: bool, as_json: bool) -> None:
     from ctxsim.reports._terminal import plain, rich_table
 
     if as_json:
-        headers, rows = report.policy_rows()
-        data = {"manifest": report.manifest(), "policies": [dict(zip(headers, r, strict=True)) for r in rows]}
-        if per_session:
-            sh, srows = report.session_rows()
-            data["sessions"] = [dict(zip(sh, r, strict=True)) for r in srows]
-        typer.echo(json.dumps(data, indent=1, sort_keys=True))
+        typer.echo(json.dumps(json_data(report, per_session), indent=1, sort_keys=True))
         return
     tables = [policy_table(report)] + ([session_table(report)] if per_session else [])
     for table in tables:
@@ -213,15 +228,51 @@ def emit(report: Any, per_session: bool, as_json: bool) -> None:
         else:
             typer.echo(table.title)
             typer.echo(plain(table))
-    priced, total, cost, replayed = report.recorded()
-    if priced:
-        typer.echo(f"note: recorded bill of the {priced:,} of {total:,} session(s) whose logged usage is all priced: "
-                   f"{_money(str(cost))}; none's replay of the same sessions: {_money(str(replayed))}")
-    else:
-        typer.echo(f"note: none of the {total:,} session(s) recorded priced usage: no recorded bill to show")
-    for note in report.notes():
+    for note in notes(report):
         typer.echo(f"note: {note}")
-    typer.echo("note: open-loop replay: the agent's recorded outputs are replayed unchanged whatever the policy does")
+
+
+SinceOpt = Annotated[Optional[str], typer.Option(
+    help="Only the sessions that started on or after this date (YYYY-MM-DD or YYYYMMDD, in --timezone); the rest "
+         "are skipped and counted in the notes.")]
+UntilOpt = Annotated[Optional[str], typer.Option(help="Only the sessions that started on or before this date.")]
+TimezoneOpt = Annotated[Optional[str], typer.Option(
+    "--timezone", help="IANA time zone the --since/--until days are in (default UTC).")]
+
+
+# What `sweep -o` (and `compare` of several traces) writes, by the output's suffix.
+SWEEP_KINDS: dict[str, str] = {
+    "bundle": "the sweep folder: manifest.json, summary.csv, sessions.csv, the Parquet cells; resumable",
+    "json": "the tables as --json prints them", "csv": "the policy table", "md": "the policy table",
+}
+
+
+def write_file_output(report: Any, out: Any, per_session: bool, force: bool, title: str) -> None:
+    """`-o X.json|X.csv|X.md`: the tables in one file (the folder output is written by run_sweep)."""
+    from ctxsim.commands._output import markdown_tables, write_text
+    from ctxsim.sweep import csv_text
+
+    if out.kind == "json":
+        content = json.dumps(json_data(report, per_session), indent=1, sort_keys=True) + "\n"
+    elif out.kind == "csv":
+        content = csv_text(*report.policy_rows())
+    else:
+        tables = [policy_table(report)] + ([session_table(report)] if per_session else [])
+        content = markdown_tables(title, tables, notes(report))
+    write_text(out, content, force)
+    typer.echo(f"wrote {out.path}", err=True)
+
+
+def _start(traces: Sequence[str], out: Any, force: bool) -> Path | None:
+    """The sweep folder to write (None for a file output, checked here before the work, or none)."""
+    if out is None:
+        return None
+    if out.is_bundle:
+        return out.path
+    from ctxsim.commands._output import check
+
+    check(out, list(traces), force)
+    return None
 
 
 @app.command(help=SWEEP_HELP)
@@ -234,9 +285,15 @@ def sweep(
     budgets: Annotated[Optional[str], typer.Option(
         help="Comma-separated budgets: tokens (50k) or fractions of the window (60%); default: the policies as "
              "written.")] = None,
-    output: Annotated[Optional[Path], typer.Option(
-        "-o", "--output", help="Output folder (manifest, tables, Parquet dataset); resumable. Default: none.")]
+    output: Annotated[Optional[str], typer.Option(
+        "-o", "--output", help="Write here, as the suffix says: DIR/ or a path with no suffix (the output folder: "
+                               "manifest, tables, Parquet dataset; resumable), .json (the tables as --json prints "
+                               "them), .csv or .md (the policy table). Default: none.")]
     = None,
+    force: ForceOpt = False,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    tz: TimezoneOpt = None,
     jobs: Annotated[Optional[int], typer.Option(
         "--jobs", "-j", help="Processes (this one included) on the local pool; with --cluster local, its workers "
                              "(2 by default). Default: one per core.")] = None,
@@ -264,21 +321,31 @@ def sweep(
         raise CtxsimError(f"--jobs must be at least 1, got {jobs}")
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, 1)
-    report = run_sweep(traces, split_list(policies), budgets, opts, fmt, output, jobs, cluster)
+    from ctxsim.commands._output import decide
+    from ctxsim.sweep_dates import date_range
+
+    dates = date_range(since, until, tz)
+    out = None if output is None else decide(output, "sweep", SWEEP_KINDS)
+    folder = _start(traces, out, force)
+    report = run_sweep(traces, split_list(policies), budgets, opts, fmt, folder, jobs, cluster, dates)
     emit(report, per_session, as_json)
-    if output is not None:
-        typer.echo(f"wrote {output}/ (manifest.json, summary.csv, sessions.csv, cells/)", err=True)
+    if folder is not None:
+        typer.echo(f"wrote {folder}/ (manifest.json, summary.csv, sessions.csv, cells/)", err=True)
+    elif out is not None:
+        write_file_output(report, out, per_session, force, f"sweep of {len(report.plan.inputs):,} trace(s)")
 
 
-def corpus_compare(traces: Sequence[str], specs: Sequence[str], opts: Any, fmt: str | None, output: Path | None,
-                   as_json: bool) -> None:
-    """`ctxsim compare` on several traces: the sweep engine with one budget (the policies as written)."""
+def corpus_compare(traces: Sequence[str], specs: Sequence[str], opts: Any, fmt: str | None, out: Any,
+                   as_json: bool, force: bool = False, dates: Any = None) -> None:
+    """`ctxsim compare` on several traces: the sweep engine with one budget (the policies as written).
+    `out`: what -o decided (`_output.decide` with SWEEP_KINDS), or None."""
     import dataclasses
 
-    if output is not None and output.suffix.lower() == ".json":
-        raise CtxsimError(f"-o {output}: several traces write a sweep folder, not one run.json; give a folder")
     jobs = opts.jobs
-    report = run_sweep(traces, specs, None, dataclasses.replace(opts, jobs=1), fmt, output, jobs, None)
+    folder = _start(traces, out, force)
+    report = run_sweep(traces, specs, None, dataclasses.replace(opts, jobs=1), fmt, folder, jobs, None, dates)
     emit(report, False, as_json)
-    if output is not None:
-        typer.echo(f"wrote {output}/ (manifest.json, summary.csv, sessions.csv, cells/)", err=True)
+    if folder is not None:
+        typer.echo(f"wrote {folder}/ (manifest.json, summary.csv, sessions.csv, cells/)", err=True)
+    elif out is not None:
+        write_file_output(report, out, False, force, f"compare of {len(report.plan.inputs):,} trace(s)")

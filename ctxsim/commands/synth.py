@@ -26,17 +26,23 @@ def synth(
         "tokenizer scale, framing, Anthropic cache reads/writes, occasional misses).")] = False,
     billing: Annotated[Optional[str], typer.Option(
         help="With --record-usage: k=v,... of hidden_tokens, token_scale, message_tokens, cold_rate.")] = None,
-    output: Annotated[Optional[str], typer.Option("-o", "--output", help="Write here (default: stdout).")] = None,
+    output: Annotated[Optional[str], typer.Option("-o", "--output", help="The native JSONL file to write: "
+                                                  "FILE.jsonl (or no suffix), '-' for stdout; any other "
+                                                  "suffix is refused. Default: stdout.")] = None,
     force: ForceOpt = False,
 ) -> None:
     """Write a synthetic session in the native format."""
     from ctxsim.formats import native
     from ctxsim.synth import synthesize
 
+    if output == "-":  # stdout, as convert -o - is
+        output = None
     if output is not None:
         from ctxsim._support.fileio import check_output
+        from ctxsim.commands._output import decide
+        from ctxsim.commands.convert import TRACE_KINDS
 
-        check_output(output, [], force)
+        check_output(decide(output, "synth", TRACE_KINDS).text, [], force)
     options: dict[str, object] = {}
     if tool_mix:
         options["tool_mix"] = _numbers(tool_mix, "--tool-mix", "tool=weight")
