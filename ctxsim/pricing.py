@@ -343,8 +343,12 @@ class _PriceCache:
         if isinstance(hit, str) and hit in self.data["models"]:
             found = self.models.get(hit)
             if found is None:
-                found = self.models[hit] = _decode_model(self.data["models"][hit])
-            return hit.split("\t", 1)[0], found
+                try:
+                    found = self.models[hit] = _decode_model(self.data["models"][hit])
+                except (KeyError, IndexError, TypeError, ValueError, ArithmeticError):
+                    found = None  # a damaged entry: looked up again below, and written over
+            if found is not None:
+                return hit.split("\t", 1)[0], found
         from genai_prices import data_snapshot
 
         try:

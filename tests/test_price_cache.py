@@ -139,6 +139,19 @@ def test_another_genai_prices_install_does_not_read_the_file(cache_folder: Path,
     assert Pricer("anthropic", "claude-sonnet-4-5").context_window == 200_000  # not this one's file
 
 
+def test_a_damaged_entry_is_looked_up_again(cache_folder: Path):
+    expected = Pricer("anthropic", "claude-sonnet-4-5").cost(BILLS[0], T)
+    (path,) = cache_folder.iterdir()
+    data = json.loads(path.read_text())
+    data["models"] = {k: {"id": v["id"], "prices": {"input_mtok": "three"}} for k, v in data["models"].items()}
+    path.write_text(json.dumps(data))
+    pricing.reset_price_cache()
+    assert Pricer("anthropic", "claude-sonnet-4-5").cost(BILLS[0], T) == expected
+    pricing.reset_price_cache()
+    assert isinstance(Pricer("anthropic", "claude-sonnet-4-5")._model, pricing._Model)  # written over
+    assert "three" not in path.read_text()
+
+
 def test_an_unwritable_or_disabled_cache_prices_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
