@@ -1,6 +1,11 @@
 """Accounting across a corpus: `ctxsim inspect --by day` over 1, 20 and 200 Claude Code session files,
 wall time and peak memory (RSS) of each run, beside ccusage's on the same fake home when it is installed
-(`npm install -g ccusage`; skipped with a note otherwise).
+(`npm install -g ccusage`; skipped with a note otherwise), and `ctxsim --help` (target <= 0.2 s). With
+`--before CHECKOUT` an earlier ctxsim is timed beside this one, in the same run.
+
+On a loaded machine wall time mostly measures the wait for a core: CPU time (user + system) is printed
+beside it, and its ratio. Each corpus starts with an empty price cache: the first run's CPU is printed
+apart, the rest are best of --repeat.
 
 The sessions are generated (Claude Code 2.1 lines, one user prompt, a tool call and its result of a few
 KB per request, cache reads growing with the prompt), so the corpus is the same on every machine. With
@@ -9,7 +14,7 @@ KB per request, cache reads growing with the prompt), so the corpus is the same 
 Memory is bounded by the largest session, not the corpus: the 200-file run's peak RSS over the 20-file
 run's is printed (target: close to 1.0; the small per-request records are all that grows).
 
-Usage: python benchmarks/bench_accounting.py [--requests 200] [--repeat 3] [--real]
+Usage: python benchmarks/bench_accounting.py [--requests 200] [--repeat 3] [--real] [--before CHECKOUT] [--sizes 1,20,200]
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -79,26 +83,66 @@ def fake_home(root: Path, files: int, requests: int) -> Path:
     return home
 
 
-def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float, bytes]:
-    """Wall seconds and peak RSS (MiB) of one run, in a fresh child (its own getrusage)."""
+def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float, bytes]:
+    """Wall seconds, CPU seconds (user + system) and peak RSS (MiB) of one run, in a fresh child (its own
+    getrusage)."""
     probe = ("import resource, subprocess, sys, time, json\n"
              "t = time.perf_counter()\n"
              "p = subprocess.run(sys.argv[1:], capture_output=True)\n"
              "w = time.perf_counter() - t\n"
+             "r = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
              "sys.stderr.buffer.write(p.stderr)\n"
-             "sys.stdout.buffer.write(json.dumps([w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+             "sys.stdout.buffer.write(json.dumps([w, r.ru_utime + r.ru_stime, r.ru_maxrss, "
              "p.returncode]).encode() + b'\\n' + p.stdout)\n")
     out = subprocess.run([sys.executable, "-c", probe, *cmd], capture_output=True, env=env, check=True).stdout
     head, _, body = out.partition(b"\n")
-    wall, rss_kib, rc = json.loads(head)
+    wall, cpu, rss_kib, rc = json.loads(head)
     if rc != 0:
         raise SystemExit(f"{' '.join(cmd)} exited {rc}")
-    return wall, rss_kib / 1024, body
+    return wall, cpu, rss_kib / 1024, body
 
 
-def best(cmd: list[str], env: dict[str, str], repeat: int) -> tuple[float, float, bytes]:
-    runs = [measure(cmd, env) for _ in range(repeat)]
-    return min(r[0] for r in runs), max(r[1] for r in runs), runs[-1][2]
+class Best:
+    """The best wall and CPU time and the largest peak RSS over the repeats; the first run's apart."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[float, float, float]] = []
+        self.out = b""
+
+    def add(self, run: tuple[float, float, float, bytes]) -> None:
+        self.runs.append(run[:3])
+        self.out = run[3]
+
+    @property
+    def wall(self) -> float:
+        return min(r[0] for r in self.runs[1:] or self.runs)
+
+    @property
+    def cpu(self) -> float:
+        return min(r[1] for r in self.runs[1:] or self.runs)
+
+    @property
+    def rss(self) -> float:
+        return max(r[2] for r in self.runs[1:] or self.runs)
+
+    @property
+    def first(self) -> tuple[float, float]:
+        return self.runs[0][:2]
+
+
+def ctxsim_command(checkout: Path | None) -> list[str]:
+    """The installed `ctxsim`, or (`--before`) the ctxsim of another checkout run by this Python."""
+    if checkout is None:
+        return [shutil.which("ctxsim") or sys.exit("ctxsim is not on PATH (pip install -e .)")]
+    code = f"import sys; sys.path.insert(0, {str(checkout)!r}); from ctxsim.cli import main; main()"
+    return [sys.executable, "-c", code]
+
+
+def compiled(checkout: Path) -> None:
+    """Byte-compile a checkout's package, as an install does (PYTHONDONTWRITEBYTECODE would make every run
+    compile every module it imports again)."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(checkout / "ctxsim")], check=True,
+                   capture_output=True)
 
 
 def main() -> None:
@@ -106,45 +150,75 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=200, help="requests per generated session")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--real", action="store_true", help="also time the real Claude Code 2.1.1 sample alone")
+    ap.add_argument("--before", type=Path, help="a checkout of an earlier ctxsim, timed beside this one "
+                                               "(git worktree add /tmp/before COMMIT)")
+    ap.add_argument("--sizes", default="1,20,200", help="generated corpora: files per corpus")
     args = ap.parse_args()
-    ctxsim = shutil.which("ctxsim") or sys.exit("ctxsim is not on PATH (pip install -e .)")
+    here = Path(__file__).resolve().parents[1]
+    ours_cmd = ctxsim_command(None)
+    before_cmd = ctxsim_command(args.before) if args.before else None
     ccusage = shutil.which("ccusage")
+    for checkout in (here, args.before):
+        if checkout is not None:
+            compiled(checkout)
+    inspect = ["inspect", "--by", "day", "--json", "--skip-bad-lines", "--source", "claude-code"]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         rows = []
-        cases = [(f"{n} file(s) x {args.requests} requests", fake_home(root, n, args.requests)) for n in (1, 20, 200)]
+        cases = [(f"{n} file(s) x {args.requests} requests", fake_home(root, n, args.requests))
+                 for n in map(int, args.sizes.split(","))]
         if args.real and REAL.exists():
             home = root / "home-real"
             (home / ".claude" / "projects" / "-home-dev-web").mkdir(parents=True)
             shutil.copy(REAL, home / ".claude" / "projects" / "-home-dev-web" / REAL.name)
             cases.insert(0, ("real 2.1.1 sample (1 file)", home))
+        cases.insert(0, ("ctxsim --help", root))
         for label, home in cases:
-            env = {**os.environ, "HOME": str(home), "CLAUDE_CONFIG_DIR": "", "TZ": "UTC"}
-            env.pop("CLAUDE_CONFIG_DIR")
-            wall, rss, out = best([ctxsim, "inspect", "--by", "day", "--json", "--skip-bad-lines",
-                                   "--source", "claude-code"], env, args.repeat)
-            ours = json.loads(out)["totals"]
-            row = [label, f"{wall:.2f}", f"{rss:.0f}", f"{ours['input_tokens']:,}", ours["cost_usd"]]
+            # a fresh home each: its price cache (~/.cache/ctxsim/prices) is empty at the first run
+            env = {**os.environ, "HOME": str(home), "TZ": "UTC"}
+            for name in ("CLAUDE_CONFIG_DIR", "XDG_CACHE_HOME", "CTXSIM_PRICE_CACHE", "PYTHONDONTWRITEBYTECODE"):
+                env.pop(name, None)
+            args_of = ["--help"] if label == "ctxsim --help" else inspect
+            ours, before, theirs = Best(), Best(), Best()
+            for _ in range(args.repeat + 1):  # interleaved, so that a slow spell falls on all alike
+                ours.add(measure([*ours_cmd, *args_of], env))
+                if before_cmd:
+                    before.add(measure([*before_cmd, *args_of], env))  # an earlier ctxsim has no price cache
+                if ccusage and label != "ctxsim --help":
+                    theirs.add(measure([ccusage, "daily", "--json", "--offline"], env))
+            row = [label, f"{ours.wall:.2f}", f"{ours.cpu:.2f}", f"{ours.first[1]:.2f}", f"{ours.rss:.0f}"]
+            if before_cmd:
+                row += [f"{before.wall:.2f}", f"{before.cpu:.2f}", f"{before.rss:.0f}"]
+            if label == "ctxsim --help":
+                rows.append(row)  # padded below
+                continue
+            totals = json.loads(ours.out)["totals"]
+            row += [f"{totals['input_tokens']:,}", totals["cost_usd"]]
             if ccusage:
-                c_wall, c_rss, c_out = best([ccusage, "daily", "--json", "--offline"], env, args.repeat)
-                theirs = json.loads(c_out).get("totals", {})
-                their_input = sum(int(theirs.get(k, 0)) for k in ("inputTokens", "cacheCreationTokens",
-                                                                   "cacheReadTokens"))
-                row += [f"{c_wall:.2f}", f"{c_rss:.0f}", f"{wall / c_wall:.2f}", f"{rss / c_rss:.2f}",
-                        f"{their_input:,}", f"{theirs.get('totalCost', 0):.4f}"]
+                t = json.loads(theirs.out).get("totals", {})
+                their_input = sum(int(t.get(k, 0)) for k in ("inputTokens", "cacheCreationTokens", "cacheReadTokens"))
+                row += [f"{theirs.wall:.2f}", f"{theirs.cpu:.2f}", f"{theirs.rss:.0f}",
+                        f"{ours.wall / theirs.wall:.2f}", f"{ours.cpu / theirs.cpu:.2f}", f"{ours.rss / theirs.rss:.2f}",
+                        f"{their_input:,}", f"{t.get('totalCost', 0):.4f}"]
             rows.append(row)
-    head = ["corpus", "ctxsim s", "ctxsim MiB", "input tokens", "cost USD"]
+    head = ["corpus", "ctxsim s", "CPU s", "1st CPU s", "MiB"]
+    if before_cmd:
+        head += ["before s", "before CPU s", "before MiB"]
+    head += ["input tokens", "cost USD"]
     if ccusage:
-        head += ["ccusage s", "ccusage MiB", "time ratio", "memory ratio", "ccusage input", "ccusage USD"]
+        head += ["ccusage s", "CPU s", "MiB", "time ratio", "CPU ratio", "memory ratio", "ccusage input", "ccusage USD"]
+    rows = [r + [""] * (len(head) - len(r)) for r in rows]
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
     for r in [head, *rows]:
         print("  ".join(str(c).rjust(w) for c, w in zip(r, widths)))
-    by = {r[0].split(" ")[0]: float(r[2]) for r in rows}
+    print(f"\nbest of {args.repeat} after a first run (its CPU in '1st CPU s': an empty price cache, genai-prices "
+          f"imported); interleaved; CPU = user + system of the process and its children; load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the end")
+    by = {r[0].split(" ")[0]: float(r[4]) for r in rows if r[0][0].isdigit()}
     if "20" in by and "200" in by:
-        print(f"\npeak RSS, 200 files / 20 files: {by['200'] / by['20']:.2f} (bounded by the largest session: ~1)")
+        print(f"peak RSS, 200 files / 20 files: {by['200'] / by['20']:.2f} (bounded by the largest session: ~1)")
     if not ccusage:
-        print("\nnote: ccusage is not installed (npm install -g ccusage): only ctxsim's own figures are shown")
-
+        print("note: ccusage is not installed (npm install -g ccusage): only ctxsim's own figures are shown")
 
 if __name__ == "__main__":
     main()

@@ -10,6 +10,10 @@ Also prints each policy's own replay time, and how it grows with the trace: its 
 2,400-turn trace divided by its time on a 600-turn one (4x the turns: linear is 4.0; a policy that
 walks the whole history on every request shows ~16).
 
+CPU time is printed beside wall time, and the ratios in CPU: on a machine busier than its cores
+the wall-time ratio grows with the load alone (compare's workers wait for a core more than the
+floor does), as a 2.7 -> 3.9 "regression" once showed that CPU time and call counts did not.
+
 A policy's time includes counting the texts it writes (stubs, summaries): each repeat starts
 from a fresh token memo, primed with the trace's own texts outside the timing.
 
@@ -68,17 +72,18 @@ def with_cpu(measure: Callable[..., float], *args: object) -> tuple[float, float
     return seconds, cpu
 
 
-def per_policy(path: Path, specs: list[str], repeat: int) -> dict[str, float]:
-    """Best-of-`repeat` replay time of each policy; every repeat starts from a fresh token memo."""
+def per_policy(path: Path, specs: list[str], repeat: int) -> dict[str, tuple[float, float]]:
+    """Best-of-`repeat` replay time of each policy (wall, CPU); every repeat starts from a fresh token memo."""
     trace = read_trace(str(path))
-    best: dict[str, float] = {}
+    best: dict[str, tuple[float, float]] = {}
     for _ in range(repeat):
         replayer = Replayer(trace, MessageSizer(TokenCounter(get_tokenizer("o200k_base"))), Setup())
         for choice in resolve(specs):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             replayer.run(choice.policy)
-            seconds = time.perf_counter() - start
-            best[choice.label] = min(seconds, best.get(choice.label, seconds))
+            seconds = (time.perf_counter() - start, time.process_time() - cpu)
+            old = best.get(choice.label, seconds)
+            best[choice.label] = (min(seconds[0], old[0]), min(seconds[1], old[1]))
     return best
 
 
@@ -104,7 +109,7 @@ def main() -> None:
         requests = sum(s.requests for s in read_trace(str(path)).sessions)
         jobs = plan_jobs(None, len(POLICIES), requests * len(POLICIES))
         print(f"trace: {args.turns} turns, {path.stat().st_size / 1e6:.2f} MB (best of {args.repeat}; "
-              f"{available_cores()} cores)")
+              f"{available_cores()} cores; load average {os.getloadavg()[0]:.1f})")
         print(f"read + tokenize each distinct text once: {floor[0]:.3f} s  (CPU {floor[1]:.3f} s)")
         print(f"compare, {len(POLICIES)} policies, {jobs} processes:  {total[0]:.3f} s  (CPU {total[1]:.3f} s, "
               "its workers' included)")
@@ -119,15 +124,19 @@ def main() -> None:
               f"take {best:.3f} s, ratio {best / floor[0]:.2f}: below that only less CPU helps")
         print(f"compare, {len(IDLE)} policies that never act (engine, meter and the policies' checks): "
               f"{idle[0]:.3f} s (CPU {idle[1]:.3f} s), ratio {idle[0] / floor[0]:.2f}: the policies' work is the rest")
+        print(f"CPU ratio compare / tokenize-once: {total[1] / floor[1]:.2f} (one process: {alone[1] / floor[1]:.2f}; "
+              f"never acting: {idle[1] / floor[1]:.2f}): the work done, whatever else the machine runs")
+        if os.getloadavg()[0] > available_cores():
+            print(f"note: load average {os.getloadavg()[0]:.1f} on {available_cores()} cores: the wall-time ratios "
+                  "above count the wait for a core (compare's workers wait more than the floor), the CPU ones do not")
         big = per_policy(path, specs, args.repeat)
         small = per_policy(write_trace(Path(tmp), args.small), specs, args.repeat) if args.small else {}
-        if small:
-            print(f"  {'policy':50s} {args.turns:>7d} t {args.small:>7d} t  ratio (linear = "
-                  f"{args.turns / args.small:.1f})")
-        for label, seconds in big.items():
-            line = f"  {label:50s} {seconds:7.3f} s"
+        print(f"  {'policy':50s} {args.turns:>7d} t    CPU" + (f" {args.small:>7d} t    CPU  ratio (CPU; linear = "
+                                                                 f"{args.turns / args.small:.1f})" if small else ""))
+        for label, (seconds, cpu) in big.items():
+            line = f"  {label:50s} {seconds:7.3f} s {cpu:6.3f}"
             if label in small:
-                line += f" {small[label]:7.3f} s  {seconds / small[label]:5.1f}"
+                line += f" {small[label][0]:7.3f} s {small[label][1]:6.3f}  {cpu / max(small[label][1], 1e-9):5.1f}"
             print(line)
 
 

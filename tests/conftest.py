@@ -20,6 +20,24 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def price_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The price cache (ctxsim/pricing.py) in a folder of the test session's, not the user's cache folder."""
+    import os
+
+    from ctxsim import pricing
+
+    previous = os.environ.get("CTXSIM_PRICE_CACHE")
+    os.environ["CTXSIM_PRICE_CACHE"] = str(tmp_path_factory.mktemp("price-cache"))
+    pricing.reset_price_cache()
+    yield
+    if previous is None:
+        os.environ.pop("CTXSIM_PRICE_CACHE", None)
+    else:
+        os.environ["CTXSIM_PRICE_CACHE"] = previous
+    pricing.reset_price_cache()
+
+
 def write_jsonl(path: Path, records: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return path

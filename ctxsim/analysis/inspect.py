@@ -20,14 +20,11 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from ctxsim.tokens.counting import MessageSizer
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import FileReport
 from ctxsim.meter import percentile
 from ctxsim.model import Message, Session, Trace
 from ctxsim.pricing import Bill, Pricer, price_data_version
-from ctxsim.redact import preview
-from ctxsim.tokens import TokenCounter, get_tokenizer, label
 
 GROUPINGS = ("day", "session", "model")
 TIMELINE_ROWS = 200  # longer timelines show every k-th request in text (all of them in --json)
@@ -248,6 +245,10 @@ def inspect_trace(trace: Trace, files: list[FileReport] | None = None, tokenizer
                   largest: int = 10, include_content: bool = False) -> Inspection:
     """What `trace` recorded. Trace content stays out unless `include_content`: the largest tool results are
     listed by session, request, tool and size; with it, each also gets the start of its text, redacted."""
+    from ctxsim.redact import preview
+    from ctxsim.tokens import TokenCounter, get_tokenizer, label
+    from ctxsim.tokens.counting import MessageSizer
+
     counter = TokenCounter(get_tokenizer(tokenizer))
     sizer = MessageSizer(counter)
     prices = _Prices()

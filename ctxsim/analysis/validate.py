@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from ctxsim.analysis.cache_breaks import _duration
 from ctxsim.analysis.calibrate import KEEPS_THINKING, TAG, Calibration, ProviderReasoningRule, calibration as calibrate_trace
 from ctxsim.analysis.calibrate import replay_none
 from ctxsim.caching import model_rules
@@ -324,16 +325,6 @@ class _SessionFacts:
         if message.extra.get("output_from_parent"):
             out.append("output taken from the parent's copy of this subagent response")
         return out
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    if seconds < 90:
-        return f"{seconds:.0f}s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 # ---------------------------------------------------------------- text
