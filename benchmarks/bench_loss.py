@@ -21,14 +21,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_compare import POLICIES
+from bench_replay import write_trace
+
 from ctxsim.api import Options, replay_choices
 from ctxsim.formats import read_trace
 from ctxsim.loss import TraceIndex
 from ctxsim.policies.spec import resolve
 from ctxsim.tokens import get_tokenizer
-
-from bench_compare import POLICIES
-from bench_replay import write_trace
 
 
 def compare_once(path: Path, loss: bool, jobs: int | None) -> float:

@@ -31,18 +31,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-FILE_EXTENSIONS = (
-    "py pyi ipynb js jsx ts tsx mjs cjs json jsonl toml yaml yml md rst txt cfg ini conf sh bash zsh c h cc "
-    "cpp hpp cxx go rs java kt kts rb php cs swift scala sql html htm css scss vue svelte lock xml csv tsv log "
-    "env proto gradle mk cmake dockerfile tf lua pl r jl ex exs erl hs ml dart zig nim sol"
-).split()
+FILE_EXTENSIONS = ["py", "pyi", "ipynb", "js", "jsx", "ts", "tsx", "mjs", "cjs", "json", "jsonl", "toml", "yaml", "yml", "md", "rst", "txt", "cfg", "ini", "conf", "sh", "bash", "zsh", "c", "h", "cc", "cpp", "hpp", "cxx", "go", "rs", "java", "kt", "kts", "rb", "php", "cs", "swift", "scala", "sql", "html", "htm", "css", "scss", "vue", "svelte", "lock", "xml", "csv", "tsv", "log", "env", "proto", "gradle", "mk", "cmake", "dockerfile", "tf", "lua", "pl", "r", "jl", "ex", "exs", "erl", "hs", "ml", "dart", "zig", "nim", "sol"]
 
-STOPLIST = frozenset("""
-self cls None True False none true false null nil undefined NaN this super args kwargs
-e.g i.e etc vs a.m p.m __init__ __main__ __name__ __file__ __dict__ __class__ __repr__ __str__
-print( len( str( int( dict( list( set( range( type( isinstance( open( main( test( run( get( set(
-http:// https:// localhost http://localhost https://localhost www utf-8 utf8 UTF-8 ascii
-""".split())
+STOPLIST = frozenset(["self", "cls", "None", "True", "False", "none", "true", "false", "null", "nil", "undefined", "NaN", "this", "super", "args", "kwargs", "e.g", "i.e", "etc", "vs", "a.m", "p.m", "__init__", "__main__", "__name__", "__file__", "__dict__", "__class__", "__repr__", "__str__", "print(", "len(", "str(", "int(", "dict(", "list(", "set(", "range(", "type(", "isinstance(", "open(", "main(", "test(", "run(", "get(", "set(", "http://", "https://", "localhost", "http://localhost", "https://localhost", "www", "utf-8", "utf8", "UTF-8", "ascii"])
 
 _URL = re.compile(r"https?://[^\s\"'<>`()\[\]{}]+")
 _ERROR = re.compile(r"^[ \t]*((?:[\w.]*(?:Error|Exception|Warning|Failure)|error|ERROR|FAILED|FAIL|panic|fatal)"
@@ -152,9 +143,9 @@ def extract(text: str) -> tuple[str, ...]:
         for line in text.splitlines():
             head = line[:80].split(None, 1)
             if head and any(word in head[0] for word in _ERROR_WORDS):
-                m = _ERROR.match(line)
-                if m:
-                    add(m.group(1).strip()[:160])
+                found = _ERROR.match(line)
+                if found:
+                    add(found.group(1).strip()[:160])
     memo = _MEMO
     if len(memo) > 1_000_000:
         memo.clear()
@@ -176,12 +167,12 @@ def extract(text: str) -> tuple[str, ...]:
         else:
             values = pattern.findall(text)
         for raw in dict.fromkeys(values):
-            value = quoted.get(raw)
-            if value is None:
-                value = raw.strip()
-                value = quoted[raw] = "" if _common(value) or _WORD.fullmatch(value) else value
-            if value:
-                add(value)
+            known = quoted.get(raw)
+            if known is None:
+                inside = raw.strip()
+                known = quoted[raw] = "" if _common(inside) or _WORD.fullmatch(inside) else inside
+            if known:
+                add(known)
     return tuple(out)
 
 
@@ -217,4 +208,4 @@ def message_identifiers(message: Any) -> tuple[str, ...]:
     return extract("\n".join(parts))
 
 
-__all__ = ["extract", "message_identifiers", "STOPLIST", "FILE_EXTENSIONS"]
+__all__ = ["FILE_EXTENSIONS", "STOPLIST", "extract", "message_identifiers"]

@@ -75,4 +75,4 @@ class TraceIndex:
         self.sessions.pop(id(session), None)
 
 
-__all__ = ["SessionIndex", "TraceIndex", "SOURCE_ROLES"]
+__all__ = ["SOURCE_ROLES", "SessionIndex", "TraceIndex"]

@@ -26,10 +26,11 @@ the identifiers the request's message uses.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
-from itertools import repeat
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from ctxsim.history import Item
@@ -283,10 +284,11 @@ class LossMeter:
         return self.report
 
 
-__all__ = ["LossMeter", "LossReport", "Miss", "Refetch", "Removal", "ARRIVAL"]
+__all__ = ["ARRIVAL", "LossMeter", "LossReport", "Miss", "Refetch", "Removal"]
 
 
 # ---------------------------------------------------------------- run.json
+DIGEST = re.compile(r"sha256:[0-9a-f]{12}/\d+")
 MISS_COLUMNS = ("request", "session", "identifier", "source", "role", "tool", "source_tokens", "removed_request",
                 "removed_stage", "removed_kind")
 REFETCH_COLUMNS = ("request", "session", "source", "tool", "tokens")
@@ -295,6 +297,8 @@ REFETCH_COLUMNS = ("request", "session", "source", "tool", "tokens")
 def shown(identifier: str, content: bool) -> str:
     """An identifier as outputs show it: itself (secrets redacted) with --include-content, else a digest
     and its length (no trace content)."""
+    if DIGEST.fullmatch(identifier):  # read back from a run.json written without content: shown as it was
+        return identifier
     if content:
         from ctxsim.redact import redact
 
