@@ -91,6 +91,9 @@ def compare(
 
         if providers:
             raise CtxsimError("--providers takes one trace; for several, run one compare per provider")
+        if opts.probes is not None or max_misses is not None or include_content:
+            raise CtxsimError("--probe, --probes, --max-misses and --include-content take one trace (loss is metered "
+                              "per trace): run one compare per trace")
         return corpus_compare(traces, specs, opts, fmt, None if output is None else Path(output), as_json)
     trace = traces[0] if traces else None
     provider_list = [p.strip() for p in providers.split(",") if p.strip()] if providers else []

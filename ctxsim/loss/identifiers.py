@@ -38,7 +38,7 @@ STOPLIST = frozenset(["self", "cls", "None", "True", "False", "none", "true", "f
 _URL = re.compile(r"https?://[^\s\"'<>`()\[\]{}]+")
 _ERROR = re.compile(r"^[ \t]*((?:[\w.]*(?:Error|Exception|Warning|Failure)|error|ERROR|FAILED|FAIL|panic|fatal)"
                     r"\b[^\n]*)$", re.MULTILINE)
-_ERROR_WORDS = ("Error", "Exception", "Warning", "Failure", "error", "ERROR", "FAIL", "panic", "fatal")
+_ERROR_WORD = re.compile(r"Error|Exception|Warning|Failure|error|ERROR|FAIL|panic|fatal")
 # Every other rule is one of a token's: a run of the characters paths, names, numbers and ids are made of
 # (a `(` right after it marks a call). Tokens repeat across a trace: each distinct one is classified once.
 _TOKEN = re.compile(r"[\w./@+~#-]+\(?")
@@ -139,13 +139,16 @@ def extract(text: str) -> tuple[str, ...]:
             value = m.group().rstrip(_TRAIL)
             if not _common(value):
                 add(value)
-    if any(word in text for word in _ERROR_WORDS):
-        for line in text.splitlines():
-            head = line[:80].split(None, 1)
-            if head and any(word in head[0] for word in _ERROR_WORDS):
-                found = _ERROR.match(line)
-                if found:
-                    add(found.group(1).strip()[:160])
+    last = -1
+    for word in _ERROR_WORD.finditer(text):  # an error word; then its line, when the line starts with it
+        start = text.rfind("\n", 0, word.start()) + 1
+        if start == last:
+            continue
+        last = start
+        end = text.find("\n", start)
+        found = _ERROR.match(text[start:] if end < 0 else text[start:end])
+        if found:
+            add(found.group(1).strip()[:160])
     memo = _MEMO
     if len(memo) > 1_000_000:
         memo.clear()
