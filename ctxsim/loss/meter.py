@@ -6,8 +6,9 @@ of a request decided and before the recorded assistant `message` is appended. Fr
 (no rescanning of the history) it keeps, per session:
 
 - `live[x]`: how many live items hold identifier x (a stub, a truncation or a summary that still
-  holds it counts: the identifiers of text a policy wrote are extracted when it appears; a long
-  copy of a recorded message, e.g. a truncation, holds those of the original it still contains);
+  holds it counts): a policy's copy of a recorded message (a stub, a truncation) holds those of
+  the original's identifiers it still contains as text; a text a policy wrote from several (a
+  summary, a marker) is extracted when it appears (line by line when long, each line once);
 - `source[x]`: the latest user or tool message (its session index) whose recorded text held x;
 - `gone[x]`: the edit (request, stage, event kind) whose splice took x's live count to zero.
 
@@ -30,7 +31,8 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import compress, filterfalse, repeat
+from operator import eq, sub
 from typing import Any
 
 from ctxsim.history import Item
@@ -38,7 +40,7 @@ from ctxsim.loss.identifiers import extract, message_identifiers
 from ctxsim.loss.index import SOURCE_ROLES, SessionIndex, TraceIndex
 from ctxsim.model import Message, Session
 
-DERIVED_TEXT_CHARS = 2_000  # a policy's copy of a recorded message longer than this is matched, not extracted
+DERIVED_TEXT_CHARS = 2_000  # a text a policy wrote longer than this is extracted line by line
 ARRIVAL = "arrival"  # the event kind of a removal made as the message arrived (truncated on append)
 
 
@@ -117,12 +119,12 @@ class LossMeter:
         self._reset()
 
     def _reset(self) -> None:
-        self.live: Counter[str] = Counter()  # an identifier is in it only while its count is above zero
+        self.live: Counter[str] = Counter()  # live items holding each identifier (0 once none does: read with get)
         self.held: dict[int, tuple[Item, tuple[str, ...]]] = {}  # id(item) -> (item, its identifiers)
         self.source: dict[str, int] = {}
         self.sizes: dict[int, int] = {}  # source session index -> tokens as it arrived
         self.gone: dict[str, Removal] = {}
-        self._pending: list[tuple[str, int]] = []  # (identifier, splice ordinal) gone during this request
+        self._pending: list[tuple[int, tuple[str, ...]]] = []  # (splice ordinal, identifiers it took to zero)
         self._splices = 0
         self._tool_removed = False  # this request's edits removed or stubbed a tool result
         self._refetched: set[int] = set()
@@ -143,11 +145,12 @@ class LossMeter:
             own = s.of(message)
             if own is not None:
                 return own
-            if len(message.content) > DERIVED_TEXT_CHARS and not message.tool_calls:
-                # a long copy of a recorded message (a truncation, a trimmed output): the original's identifiers
-                # it still holds as text (a substring test each: no second extraction of a long text)
-                text = message.content
-                return tuple(x for x in s.ids[item.origin] if x in text)
+            # a policy's copy of a recorded message (a stub, a truncation, thinking or inputs cleared): the original's
+            # identifiers it still holds as text (a substring test each, in C: no second extraction)
+            text = message.content
+            if message.tool_calls:
+                text = "\n".join([text, *(call.arguments_json for call in message.tool_calls)])
+            return tuple(filter(text.__contains__, s.ids[item.origin]))
         if message.tool_calls:
             return message_identifiers(message)
         text = message.content
@@ -202,13 +205,12 @@ class LossMeter:
                 continue
             if item.message.role == "tool":
                 self._tool_removed = True
-            for x in entry[1]:
-                n = live[x] - 1
-                if n:
-                    live[x] = n
-                else:
-                    del live[x]
-                    self._pending.append((x, ordinal))
+            ids = entry[1]
+            counts = list(map(live.__getitem__, ids))  # each above zero: the item held it
+            dict.update(live, zip(ids, map(sub, counts, repeat(1))))  # counted down in C (Counter.update adds)
+            zero = tuple(compress(ids, map(eq, counts, repeat(1))))  # now at zero
+            if zero:
+                self._pending.append((ordinal, zero))
         for item in added:
             ids = self._ids(item)
             held[id(item)] = (item, ids)
@@ -225,11 +227,10 @@ class LossMeter:
             for stage, kind, count in edits:
                 total += count
                 bounds.append((total, stage, kind))
-            for x, ordinal in self._pending:
-                if x in live:
-                    continue
+            gone = self.gone
+            for ordinal, zero in self._pending:
                 stage, kind = next(((s, k) for end, s, k in bounds if ordinal <= end), ("", "edit"))
-                self.gone[x] = Removal(number, stage, kind)
+                gone.update(zip(filterfalse(live.get, zero), repeat(Removal(number, stage, kind))))  # still at zero
             self._pending.clear()
         self._splices = 0
         if self._tool_removed:
@@ -241,8 +242,8 @@ class LossMeter:
             source = self.source
             always = s.always
             found: list[tuple[str, int]] = []
-            for x in uses:
-                if x in live or x in always:
+            for x in filterfalse(live.get, uses):  # most are live: skipped in C
+                if x in always:
                     continue
                 origin = source.get(x)
                 if origin is not None:
