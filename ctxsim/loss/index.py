@@ -10,7 +10,9 @@ compare run in forked workers, which inherit an index built before the fork.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
+from itertools import repeat
 from dataclasses import dataclass, field
 
 from ctxsim.loss.identifiers import extract, message_identifiers
@@ -25,6 +27,7 @@ class SessionIndex:
     ids: list[tuple[str, ...]]  # per message, in session order
     by_message: dict[int, int]  # id(message) -> its index in the session
     always: frozenset[str]  # in the system prompt or the tool definitions: never removed
+    uses: dict[int, tuple[tuple[str, int, int], ...]]  # request's message index -> (identifier, base count, source)
 
     @classmethod
     def build(cls, session: Session, memo: dict[str, tuple[str, ...]] | None = None) -> SessionIndex:
@@ -43,7 +46,27 @@ class SessionIndex:
         if session.tools:
             head.append(json.dumps(list(session.tools), sort_keys=True, default=str))
         always = frozenset(extract("\n".join(head)))
-        return cls(session, ids, {id(m): i for i, m in enumerate(session.messages)}, always)
+        # Each request's identifiers that a user or tool message gave earlier, with how many recorded messages
+        # before it hold each (the base of every run's live count) and the latest such source.
+        counts: Counter[str] = Counter()
+        source: dict[str, int] = {}
+        uses: dict[int, tuple[tuple[str, int, int], ...]] = {}
+        for i, m in enumerate(session.messages):
+            found = ids[i]
+            if m.role == "assistant" and found:
+                entry = tuple((x, counts[x], source[x]) for x in found if x in source and x not in always)
+                if entry:
+                    uses[i] = entry
+            counts.update(found)
+            if m.role in SOURCE_ROLES:
+                source.update(zip(found, repeat(i)))
+        return cls(session, ids, {id(m): i for i, m in enumerate(session.messages)}, always, uses)
+
+    def uses_of(self, message: Message) -> tuple[tuple[str, int, int], ...]:
+        """What a recorded assistant message uses that came from an earlier user or tool message: (identifier,
+        recorded messages before it holding it, the latest of those sources)."""
+        i = self.by_message.get(id(message))
+        return () if i is None else self.uses.get(i, ())
 
     def of(self, message: Message) -> tuple[str, ...] | None:
         """The identifiers of a recorded message of this session (None: not one of its messages)."""

@@ -5,12 +5,16 @@ splice, exactly as it tells a policy, and calls `requested(number, message, edit
 of a request decided and before the recorded assistant `message` is appended. From these alone
 (no rescanning of the history) it keeps, per session:
 
-- `live[x]`: how many live items hold identifier x (a stub, a truncation or a summary that still
-  holds it counts): a policy's copy of a recorded message (a stub, a truncation) holds those of
+- `live[x]`: how many live items hold identifier x, as the recorded messages appended so far hold
+  it (`SessionIndex.uses`: worked out once per trace, shared by every run) plus what this run's
+  edits changed (`delta`: removed items counted down, items put in counted up). A stub, a
+  truncation or a summary that still holds it counts: a policy's copy of a recorded message (a stub, a truncation) holds those of
   the original's identifiers it still contains as text; a text a policy wrote from several (a
   summary, a marker) is extracted when it appears (line by line when long, each line once);
-- `source[x]`: the latest user or tool message (its session index) whose recorded text held x;
-- `gone[x]`: the edit (request, stage, event kind) whose splice took x's live count to zero.
+- `source[x]`: the latest user or tool message (its session index) whose recorded text held x
+  (in the index too);
+- `gone[x]`: the last edit (request, stage, event kind) that removed an item holding x: when x's
+  count is zero, that is the edit that took it there.
 
 At request k, an identifier the recorded assistant message uses is a *miss* when it came earlier
 from a user or tool message, no live item holds it, and it is not in the system prompt or tool
@@ -31,8 +35,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import compress, filterfalse, repeat
-from operator import eq, sub
+from itertools import repeat
 from typing import Any
 
 from ctxsim.history import Item
@@ -119,12 +122,13 @@ class LossMeter:
         self._reset()
 
     def _reset(self) -> None:
-        self.live: Counter[str] = Counter()  # live items holding each identifier (0 once none does: read with get)
-        self.held: dict[int, tuple[Item, tuple[str, ...]]] = {}  # id(item) -> (item, its identifiers)
-        self.source: dict[str, int] = {}
+        # live count of x = base count (recorded messages appended so far: SessionIndex.uses) + delta[x]
+        self.delta: Counter[str] = Counter()  # what the run's edits (and rewrites on arrival) changed
+        self.written: dict[int, tuple[Item, tuple[str, ...]]] = {}  # id(item) -> item a policy wrote, its identifiers
+        self.items: dict[int, Item] | None = {} if self._probe_state is not None else None  # every live item (probes)
         self.sizes: dict[int, int] = {}  # source session index -> tokens as it arrived
-        self.gone: dict[str, Removal] = {}
-        self._pending: list[tuple[int, tuple[str, ...]]] = []  # (splice ordinal, identifiers it took to zero)
+        self.gone: dict[str, list[Any]] = {}  # identifier -> [request, stage, kind] of the last edit removing it
+        self._refs: list[tuple[int, list[Any]]] = []  # (splice ordinal, its removal record) of this request's edits
         self._splices = 0
         self._tool_removed = False  # this request's edits removed or stubbed a tool result
         self._refetched: set[int] = set()
@@ -179,79 +183,88 @@ class LossMeter:
         return tuple(out)
 
     def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
-        live = self.live
+        items = self.items
         if not removed and len(added) == 1 and not added[0].inserted:  # an append
             item = added[0]
-            ids = self._ids(item)
-            self.held[id(item)] = (item, ids)
-            live.update(ids)  # Counter: counted in C
+            if items is not None:
+                items[id(item)] = item
+            origin = item.origin
+            s = self._s
+            if origin < 0 or s is None:
+                return
             message = item.message
-            if message.role in SOURCE_ROLES and item.origin >= 0 and self._s is not None:
-                origin = item.origin
-                recorded = self._s.ids[origin]
-                self.source.update(zip(recorded, repeat(origin)))
+            if message.role in SOURCE_ROLES:
                 self.sizes[origin] = item.tokens
-                if recorded is not ids:  # rewritten as it arrived: what it lost then is gone from the start
-                    for x in recorded:
-                        if not live.get(x):
-                            self.gone[x] = Removal(self._number + 1, "", ARRIVAL)
+            if message is s.session.messages[origin]:  # as recorded: counted in the base counts already
+                return
+            # rewritten as it arrived (truncated): the rewrite's identifiers instead of the recorded ones
+            recorded = s.ids[origin]
+            ids = self._ids(item)
+            self.written[id(item)] = (item, ids)
+            self.delta.subtract(recorded)
+            self.delta.update(ids)
+            kept = set(ids)
+            arrival = [self._number + 1, "", ARRIVAL]
+            self.gone.update((x, arrival) for x in recorded if x not in kept)
             return
         self._splices += 1
-        ordinal = self._splices
-        held = self.held
+        ref: list[Any] = [self._number + 1, "", "edit"]  # filled in when the request is sent (`requested`)
+        self._refs.append((self._splices, ref))
+        written = self.written
+        delta = self.delta
+        gone = self.gone
+        s = self._s
         for item in removed:
-            entry = held.pop(id(item), None)
-            if entry is None:
-                continue
+            if items is not None:
+                items.pop(id(item), None)
+            entry = written.pop(id(item), None)
+            if entry is not None:
+                ids = entry[1]
+            else:
+                own = s.of(item.message) if s is not None else None
+                if own is None:
+                    continue
+                ids = own
             if item.message.role == "tool":
                 self._tool_removed = True
-            ids = entry[1]
-            counts = list(map(live.__getitem__, ids))  # each above zero: the item held it
-            dict.update(live, zip(ids, map(sub, counts, repeat(1))))  # counted down in C (Counter.update adds)
-            zero = tuple(compress(ids, map(eq, counts, repeat(1))))  # now at zero
-            if zero:
-                self._pending.append((ordinal, zero))
+            delta.subtract(ids)
+            gone.update(zip(ids, repeat(ref)))  # the last edit that removed x is the one that took it to zero
         for item in added:
+            if items is not None:
+                items[id(item)] = item
             ids = self._ids(item)
-            held[id(item)] = (item, ids)
-            live.update(ids)
+            written[id(item)] = (item, ids)
+            delta.update(ids)
 
     def requested(self, number: int, message: Message, edits: Sequence[tuple[str, str, int]]) -> None:
         """Request `number` is about to be sent; `message` is the recorded answer; `edits` the (stage,
         event kind, splices) of every edit this request's stages applied, in order."""
         self._number = number
-        live = self.live
-        if self._pending:
+        if self._refs:
             bounds: list[tuple[int, str, str]] = []
             total = 0
             for stage, kind, count in edits:
                 total += count
                 bounds.append((total, stage, kind))
-            gone = self.gone
-            for ordinal, zero in self._pending:
-                stage, kind = next(((s, k) for end, s, k in bounds if ordinal <= end), ("", "edit"))
-                gone.update(zip(filterfalse(live.get, zero), repeat(Removal(number, stage, kind))))  # still at zero
-            self._pending.clear()
+            for ordinal, ref in self._refs:
+                stage, kind = next(((st, k) for end, st, k in bounds if ordinal <= end), ("", "edit"))
+                ref[0], ref[1], ref[2] = number, stage, kind
+            self._refs.clear()
         self._splices = 0
         if self._tool_removed:
             self._refetched.clear()
             self._tool_removed = False
         s = self._s
-        if s is not None:
-            uses = s.of(message) or ()
-            source = self.source
-            always = s.always
-            found: list[tuple[str, int]] = []
-            for x in filterfalse(live.get, uses):  # most are live: skipped in C
-                if x in always:
-                    continue
-                origin = source.get(x)
-                if origin is not None:
-                    found.append((x, origin))
-            if 1 < len(found) <= 256:  # `conftest.py` inside `tests/conftest.py` from the same message: one miss
-                found = [(x, o) for x, o in found if not any(o == o2 and x != x2 and x in x2 for x2, o2 in found)]
-            for x, origin in found:
-                self._miss(number, x, origin, s)
+        delta = self.delta
+        if s is not None and delta:  # nothing edited yet: every identifier the base counts hold is live
+            uses = s.uses_of(message)
+            if uses:
+                get = delta.get
+                found = [(x, o) for x, base, o in uses if base + get(x, 0) <= 0]
+                if 1 < len(found) <= 256:  # `conftest.py` inside `tests/conftest.py` from the same message: one miss
+                    found = [(x, o) for x, o in found if not any(o == o2 and x != x2 and x in x2 for x2, o2 in found)]
+                for x, origin in found:
+                    self._miss(number, x, origin, s)
         if self._probe_state is not None and number in self.probes.at:
             self._probe_state.check(number, self._texts())
 
@@ -259,7 +272,9 @@ class LossMeter:
         m = s.session.messages[origin]
         tool = m.name if m.role == "tool" else None
         tokens = self.sizes.get(origin, 0)
-        self.report.misses.append(Miss(number, s.session.id, x, origin, m.role, tool, tokens, self.gone.get(x)))
+        ref = self.gone.get(x)
+        removal = Removal(ref[0], ref[1], ref[2]) if ref is not None else None
+        self.report.misses.append(Miss(number, s.session.id, x, origin, m.role, tool, tokens, removal))
         if m.role == "tool" and origin not in self._refetched:
             self._refetched.add(origin)
             self.report.refetches.append(Refetch(number, s.session.id, origin, tool, tokens))
@@ -270,7 +285,7 @@ class LossMeter:
         out: list[str] = []
         if s is not None:
             out.append(s.session.system or "")
-        for item, _ in self.held.values():
+        for item in (self.items or {}).values():
             message = item.message
             out.append(message.content)
             for call in message.tool_calls:
