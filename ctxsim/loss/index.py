@@ -24,10 +24,11 @@ SOURCE_ROLES = ("user", "tool")  # where an identifier the agent later needs may
 @dataclass
 class SessionIndex:
     session: Session
-    ids: list[tuple[str, ...]]  # per message, in session order
+    ids: list[tuple[str, ...]]  # per message, in session order: those some answer of the session uses
     by_message: dict[int, int]  # id(message) -> its index in the session
     always: frozenset[str]  # in the system prompt or the tool definitions: never removed
     uses: dict[int, tuple[tuple[str, int, int], ...]]  # request's message index -> (identifier, base count, source)
+    vocabulary: frozenset[str] = frozenset()  # the identifiers some answer uses (`ids` holds only these)
 
     @classmethod
     def build(cls, session: Session, memo: dict[str, tuple[str, ...]] | None = None) -> SessionIndex:
@@ -46,6 +47,11 @@ class SessionIndex:
         if session.tools:
             head.append(json.dumps(list(session.tools), sort_keys=True, default=str))
         always = frozenset(extract("\n".join(head)))
+        # Only what some answer uses can ever be a miss: every message's identifiers are cut down to those (the
+        # runs then count nothing else)
+        vocabulary = frozenset(x for m, found in zip(session.messages, ids, strict=True) if m.role == "assistant"
+                               for x in found) - always
+        ids = [tuple(filter(vocabulary.__contains__, found)) for found in ids]
         # Each request's identifiers that a user or tool message gave earlier, with how many recorded messages
         # before it hold each (the base of every run's live count) and the latest such source.
         counts: Counter[str] = Counter()
@@ -60,7 +66,11 @@ class SessionIndex:
             counts.update(found)
             if m.role in SOURCE_ROLES:
                 source.update(zip(found, repeat(i)))
-        return cls(session, ids, {id(m): i for i, m in enumerate(session.messages)}, always, uses)
+        return cls(session, ids, {id(m): i for i, m in enumerate(session.messages)}, always, uses, vocabulary)
+
+    def kept(self, ids: tuple[str, ...]) -> tuple[str, ...]:
+        """`ids` cut down to those some answer of the session uses."""
+        return tuple(filter(self.vocabulary.__contains__, ids))
 
     def uses_of(self, message: Message) -> tuple[tuple[str, int, int], ...]:
         """What a recorded assistant message uses that came from an earlier user or tool message: (identifier,

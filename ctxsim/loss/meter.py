@@ -36,6 +36,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
+from operator import sub
 from typing import Any
 
 from ctxsim.history import Item
@@ -155,16 +156,17 @@ class LossMeter:
             if message.tool_calls:
                 text = "\n".join([text, *(call.arguments_json for call in message.tool_calls)])
             return tuple(filter(text.__contains__, s.ids[item.origin]))
+        kept = s.kept if s is not None else tuple
         if message.tool_calls:
-            return message_identifiers(message)
+            return kept(message_identifiers(message))
         text = message.content
         if len(text) > DERIVED_TEXT_CHARS:
-            return self._lines(text)
+            return kept(self._lines(text))
         ids = self._memo.get(text)
         if ids is None:
             if len(self._memo) > 4096:
                 self._memo.clear()
-            ids = self._memo[text] = message_identifiers(message)
+            ids = self._memo[text] = kept(message_identifiers(message))
         return ids
 
     def _lines(self, text: str) -> tuple[str, ...]:
@@ -201,8 +203,9 @@ class LossMeter:
             recorded = s.ids[origin]
             ids = self._ids(item)
             self.written[id(item)] = (item, ids)
-            self.delta.subtract(recorded)
-            self.delta.update(ids)
+            delta = self.delta
+            dict.update(delta, zip(recorded, map(sub, map(delta.get, recorded, repeat(0)), repeat(1))))
+            delta.update(ids)
             kept = set(ids)
             arrival = [self._number + 1, "", ARRIVAL]
             self.gone.update((x, arrival) for x in recorded if x not in kept)
@@ -227,7 +230,7 @@ class LossMeter:
                 ids = own
             if item.message.role == "tool":
                 self._tool_removed = True
-            delta.subtract(ids)
+            dict.update(delta, zip(ids, map(sub, map(delta.get, ids, repeat(0)), repeat(1))))  # counted down in C
             gone.update(zip(ids, repeat(ref)))  # the last edit that removed x is the one that took it to zero
         for item in added:
             if items is not None:
