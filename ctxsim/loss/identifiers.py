@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
 FILE_EXTENSIONS = ["py", "pyi", "ipynb", "js", "jsx", "ts", "tsx", "mjs", "cjs", "json", "jsonl", "toml", "yaml", "yml", "md", "rst", "txt", "cfg", "ini", "conf", "sh", "bash", "zsh", "c", "h", "cc", "cpp", "hpp", "cxx", "go", "rs", "java", "kt", "kts", "rb", "php", "cs", "swift", "scala", "sql", "html", "htm", "css", "scss", "vue", "svelte", "lock", "xml", "csv", "tsv", "log", "env", "proto", "gradle", "mk", "cmake", "dockerfile", "tf", "lua", "pl", "r", "jl", "ex", "exs", "erl", "hs", "ml", "dart", "zig", "nim", "sol"]
@@ -152,12 +153,13 @@ def extract(text: str) -> tuple[str, ...]:
     memo = _MEMO
     if len(memo) > 1_000_000:
         memo.clear()
-    for chunk in dict.fromkeys(text.split()):  # no token spans white space: each distinct chunk's tokens, once
-        ids = memo.get(chunk)
-        if ids is None:
-            ids = memo[chunk] = _chunk(chunk)
-        for x in ids:
-            add(x)
+    chunks = list(dict.fromkeys(text.split()))  # no token spans white space: each distinct chunk's tokens, once
+    found = list(map(memo.get, chunks))  # known chunks looked up in C
+    if None in found:
+        for i, ids in enumerate(found):
+            if ids is None:
+                found[i] = memo[chunks[i]] = _chunk(chunks[i])
+    out.update(dict.fromkeys(chain.from_iterable(found)))  # type: ignore[arg-type]
     quoted = _QUOTED_MEMO
     if len(quoted) > 1_000_000:
         quoted.clear()
