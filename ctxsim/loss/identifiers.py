@@ -154,12 +154,12 @@ def extract(text: str) -> tuple[str, ...]:
     if len(memo) > 1_000_000:
         memo.clear()
     chunks = list(dict.fromkeys(text.split()))  # no token spans white space: each distinct chunk's tokens, once
-    found = list(map(memo.get, chunks))  # known chunks looked up in C
-    if None in found:
-        for i, ids in enumerate(found):
-            if ids is None:
-                found[i] = memo[chunks[i]] = _chunk(chunks[i])
-    out.update(dict.fromkeys(chain.from_iterable(found)))  # type: ignore[arg-type]
+    held: list[tuple[str, ...] | None] = list(map(memo.get, chunks))  # known chunks looked up in C
+    if None in held:
+        for i, known in enumerate(held):
+            if known is None:
+                held[i] = memo[chunks[i]] = _chunk(chunks[i])
+    out.update(dict.fromkeys(chain.from_iterable(held)))  # type: ignore[arg-type]
     quoted = _QUOTED_MEMO
     if len(quoted) > 1_000_000:
         quoted.clear()
@@ -172,12 +172,12 @@ def extract(text: str) -> tuple[str, ...]:
         else:
             values = pattern.findall(text)
         for raw in dict.fromkeys(values):
-            known = quoted.get(raw)
-            if known is None:
+            value = quoted.get(raw)
+            if value is None:
                 inside = raw.strip()
-                known = quoted[raw] = "" if _common(inside) or _WORD.fullmatch(inside) else inside
-            if known:
-                add(known)
+                value = quoted[raw] = "" if _common(inside) or _WORD.fullmatch(inside) else inside
+            if value:
+                add(value)
     return tuple(out)
 
 

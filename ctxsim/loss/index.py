@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from itertools import repeat
 from dataclasses import dataclass, field
+from itertools import repeat
 
 from ctxsim.loss.identifiers import extract, message_identifiers
 from ctxsim.model import Message, Session

@@ -203,7 +203,8 @@ def emit(result: RunResult, out: TextIO, every: int | None, terminal: bool) -> N
         events += [f"  {name}: {e.text()}" for e in shown]
         if len(run.events) > len(shown):
             events.append(f"  {name}: ... and {len(run.events) - len(shown):,} more (all in -o run.json)")
-    from ctxsim.reports._loss import notes as loss_notes, retention_rows
+    from ctxsim.reports._loss import notes as loss_notes
+    from ctxsim.reports._loss import retention_rows
 
     notes = [*legend, m["assumption"], *loss_notes(result), *m.get("provider_rules", []), *m.get("price_notes", [])]
     retention = retention_rows(result)

@@ -83,7 +83,7 @@ def draw(result: RunResult, fmt: str) -> bytes:
     key, axis_label, loss = loss_metric(result)
     names = labels(result)
     from ctxsim.loss.verdict import cost_with_refetch, is_oracle
-    from ctxsim.reports._loss import summarizers, summarized
+    from ctxsim.reports._loss import summarized, summarizers
 
     metered = key == "recall_misses" and all(run.loss is not None for run in result.runs)
     points = [(loss(run), cost_with_refetch(run) if metered else run.totals.cost_usd) for run in result.runs]
