@@ -172,12 +172,12 @@ def extract(text: str) -> tuple[str, ...]:
         else:
             values = pattern.findall(text)
         for raw in dict.fromkeys(values):
-            value = quoted.get(raw)
-            if value is None:
+            inner = quoted.get(raw)
+            if inner is None:
                 inside = raw.strip()
-                value = quoted[raw] = "" if _common(inside) or _WORD.fullmatch(inside) else inside
-            if value:
-                add(value)
+                inner = quoted[raw] = "" if _common(inside) or _WORD.fullmatch(inside) else inside
+            if inner:
+                add(inner)
     return tuple(out)
 
 
