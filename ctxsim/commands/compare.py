@@ -16,6 +16,9 @@ from ctxsim.commands._options import (
 from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 from ctxsim.commands._output import RUN_KINDS, option_help
 from ctxsim.commands.sweep import SinceOpt, TimezoneOpt, UntilOpt
+from ctxsim.commands._loss_options import (
+    IncludeContentOpt, LossOpt, MaxMissesOpt, MissMarginOpt, ProbeAtOpt, ProbeOpt, ProbesOpt, with_loss,
+)
 from ctxsim.errors import CtxsimError
 
 
@@ -64,6 +67,13 @@ def compare(
     max_line_bytes: MaxLineBytesOpt = None,
     max_input_bytes: MaxInputBytesOpt = None,
     max_messages: MaxMessagesOpt = None,
+    loss: LossOpt = True,
+    probe: ProbeOpt = None,
+    probes: ProbesOpt = None,
+    probe_at: ProbeAtOpt = None,
+    max_misses: MaxMissesOpt = None,
+    miss_margin: MissMarginOpt = None,
+    include_content: IncludeContentOpt = False,
 ) -> None:
     """Replay one trace under several policies and compare cost, cache and context side by side."""
     from ctxsim.api import replay_trace
@@ -80,6 +90,7 @@ def compare(
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, jobs)
     set_limits(max_line_bytes, max_input_bytes, max_messages)
+    opts = with_loss(opts, loss, probe, probes, probe_at, max_misses, miss_margin, include_content)
     from ctxsim.sweep import is_corpus
     from ctxsim.sweep_dates import date_range
 
@@ -89,6 +100,9 @@ def compare(
 
         if providers:
             raise CtxsimError("--providers takes one trace; for several, run one compare per provider")
+        if opts.probes is not None or max_misses is not None or include_content:
+            raise CtxsimError("--probe, --probes, --max-misses and --include-content take one trace (loss is metered "
+                              "per trace): run one compare per trace")
         from ctxsim.commands._output import decide
         from ctxsim.commands.sweep import SWEEP_KINDS
 
@@ -147,6 +161,10 @@ def compare(
         for line in column_names(result)[1]:
             typer.echo(f"note: {line}")
         typer.echo(f"note: {result.manifest['assumption']}")
+        from ctxsim.reports._loss import terminal_notes
+
+        for line in terminal_notes(result):
+            typer.echo(line)
     for path in written:
         typer.echo(f"wrote {path}", err=True)
 

@@ -19,6 +19,7 @@ from ctxsim.commands._output import RUN_KINDS, option_help
 ReplayOutputOpt = Annotated[Optional[str], typer.Option("-o", "--output", help=option_help(
     RUN_KINDS, "A path with no suffix is a bundle folder (an existing file, FIFO or device: the run artefact); "
                "any other suffix is refused."))]
+from ctxsim.commands._loss_options import IncludeContentOpt, ProbeAtOpt, ProbeOpt, ProbesOpt, with_loss
 
 
 @app.command()
@@ -47,6 +48,13 @@ def replay(
     max_line_bytes: MaxLineBytesOpt = None,
     max_input_bytes: MaxInputBytesOpt = None,
     max_messages: MaxMessagesOpt = None,
+    loss: Annotated[bool, typer.Option(
+        "--loss/--no-loss", help="Meter recall misses (identifiers a later answer uses that the policy removed) and "
+                                 "their re-fetch cost (off by default here; on in compare).")] = False,
+    probe: ProbeOpt = None,
+    probes: ProbesOpt = None,
+    probe_at: ProbeAtOpt = None,
+    include_content: IncludeContentOpt = False,
 ) -> None:
     """Replay a trace request by request under one or more policies and meter every request."""
     from ctxsim.api import replay_trace
@@ -62,6 +70,7 @@ def replay(
     if not specs:
         fail(f"--policy {','.join(policy or [])!r} names no policy to replay (e.g. --policy clear)")
     set_limits(max_line_bytes, max_input_bytes, max_messages)
+    opts = with_loss(opts, loss, probe, probes, probe_at, include_content=include_content)
     source = trace or default_trace()
     out = None
     if output is not None:  # refused before the work, not after it

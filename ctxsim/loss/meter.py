@@ -1,0 +1,369 @@
+"""The loss meter: what a policy removed that the recorded agent later needed (recall misses).
+
+A `LossMeter` is a `policies.base.Observer`: the engine tells it of every append and every applied
+splice, exactly as it tells a policy, and calls `requested(number, message, edits)` after the stages
+of a request decided and before the recorded assistant `message` is appended. From these alone
+(no rescanning of the history) it keeps, per session:
+
+- `live[x]`: how many live items hold identifier x, as the recorded messages appended so far hold
+  it (`SessionIndex.uses`: worked out once per trace, shared by every run) plus what this run's
+  edits changed (`delta`: removed items counted down, items put in counted up). A stub, a
+  truncation or a summary that still holds it counts: a policy's copy of a recorded message (a stub, a truncation) holds those of
+  the original's identifiers it still contains as text; a text a policy wrote from several (a
+  summary, a marker) is extracted when it appears (line by line when long, each line once);
+- `source[x]`: the latest user or tool message (its session index) whose recorded text held x
+  (in the index too);
+- `gone[x]`: the last edit (request, stage, event kind) that removed an item holding x: when x's
+  count is zero, that is the edit that took it there.
+
+At request k, an identifier the recorded assistant message uses is a *miss* when it came earlier
+from a user or tool message, no live item holds it, and it is not in the system prompt or tool
+definitions (`index.SessionIndex.always`); one missed inside another from the same message at the
+same request (`conftest.py` in `tests/conftest.py`) counts once, as the longer. Under `none` nothing
+is removed, so there is none.
+
+Re-fetches (open-loop cannot know what the agent would have done; this bounds it): a miss whose
+source is a tool result costs one re-read of that result; a source is re-read once, and again only
+after the policy next removes or stubs a tool result (the re-read copy would have gone the same way).
+`refetch.price` prices them. Work per request: proportional to what was appended and edited and to
+the identifiers the request's message uses.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import repeat
+from operator import sub
+from typing import Any
+
+from ctxsim.history import Item
+from ctxsim.loss.identifiers import extract, message_identifiers
+from ctxsim.loss.index import SOURCE_ROLES, SessionIndex, TraceIndex
+from ctxsim.model import Message, Session
+
+DERIVED_TEXT_CHARS = 2_000  # a text a policy wrote longer than this is extracted line by line
+ARRIVAL = "arrival"  # the event kind of a removal made as the message arrived (truncated on append)
+
+
+@dataclass(frozen=True, slots=True)
+class Removal:
+    request: int
+    stage: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class Miss:
+    request: int  # the request that needed it (1-based over the run)
+    session: str
+    identifier: str
+    source: int  # the session index of the user or tool message it came from
+    role: str
+    tool: str | None
+    source_tokens: int  # that message's size as it arrived in the history
+    removed: Removal | None  # the edit that removed it (None: not known)
+
+
+@dataclass(frozen=True, slots=True)
+class Refetch:
+    request: int
+    session: str
+    source: int
+    tool: str | None
+    tokens: int
+
+
+@dataclass
+class LossReport:
+    """One run's loss: every miss and re-fetch, and the probe checks (probes.ProbeSet)."""
+
+    misses: list[Miss] = field(default_factory=list)
+    refetches: list[Refetch] = field(default_factory=list)
+    probes: list[dict[str, Any]] = field(default_factory=list)  # per probe: {"probe", "at": {request: bool}}
+    refetch_cost_usd: Any = None  # Decimal once priced (refetch.price)
+
+    @property
+    def recall_misses(self) -> int:
+        return len(self.misses)
+
+    @property
+    def distinct_identifiers(self) -> int:
+        return len({m.identifier for m in self.misses})
+
+    @property
+    def miss_source_tokens(self) -> int:
+        """Tokens of the distinct messages the missed identifiers came from."""
+        sources = {(m.session, m.source): m.source_tokens for m in self.misses}
+        return sum(sources.values())
+
+    @property
+    def probes_lost(self) -> int | None:
+        """Probes not in the managed context at the end (None: no probes)."""
+        if not self.probes:
+            return None
+        return sum(1 for p in self.probes if not p["end"])
+
+
+class LossMeter:
+    """Observe one run (a fresh meter per run); `report` holds what it found."""
+
+    def __init__(self, index: TraceIndex, sessions: Sequence[Session] = (), probes: Any = None) -> None:
+        self.index = index
+        self._queue: list[Session] = list(sessions)  # the sessions to come, in order (start() takes the next)
+        self.report = LossReport()
+        self.probes = probes  # probes.ProbeSet or None
+        self._probe_state = probes.state() if probes is not None else None
+        self._s: SessionIndex | None = None
+        self._number = 0  # the last request number seen
+        self._memo: dict[str, tuple[str, ...]] = {}  # texts a policy wrote -> their identifiers
+        self._line_memo: dict[str, tuple[str, ...]] = {}  # lines of long texts a policy wrote -> theirs
+        self._reset()
+
+    def _reset(self) -> None:
+        # live count of x = base count (recorded messages appended so far: SessionIndex.uses) + delta[x]
+        self.delta: Counter[str] = Counter()  # what the run's edits (and rewrites on arrival) changed
+        self.written: dict[int, tuple[Item, tuple[str, ...]]] = {}  # id(item) -> item a policy wrote, its identifiers
+        self.items: dict[int, Item] | None = {} if self._probe_state is not None else None  # every live item (probes)
+        self.sizes: dict[int, int] = {}  # source session index -> tokens as it arrived
+        self.gone: dict[str, list[Any]] = {}  # identifier -> [request, stage, kind] of the last edit removing it
+        self._refs: list[tuple[int, list[Any]]] = []  # (splice ordinal, its removal record) of this request's edits
+        self._splices = 0
+        self._tool_removed = False  # this request's edits removed or stubbed a tool result
+        self._refetched: set[int] = set()
+
+    # ------------------------------------------------------------ the engine's calls
+    def push(self, session: Session) -> None:
+        """The next session to be replayed (a stream hands them over one at a time)."""
+        self._queue.append(session)
+
+    def start(self) -> None:
+        self._s = self.index.of(self._queue.pop(0))
+        self._reset()
+
+    def _ids(self, item: Item) -> tuple[str, ...]:
+        message = item.message
+        s = self._s
+        if item.origin >= 0 and s is not None:
+            own = s.of(message)
+            if own is not None:
+                return own
+            # a policy's copy of a recorded message (a stub, a truncation, thinking or inputs cleared): the original's
+            # identifiers it still holds as text (a substring test each, in C: no second extraction)
+            text = message.content
+            if message.tool_calls:
+                text = "\n".join([text, *(call.arguments_json for call in message.tool_calls)])
+            return tuple(filter(text.__contains__, s.ids[item.origin]))
+        kept = s.kept if s is not None else tuple
+        if message.tool_calls:
+            return kept(message_identifiers(message))
+        text = message.content
+        if len(text) > DERIVED_TEXT_CHARS:
+            return kept(self._lines(text))
+        ids = self._memo.get(text)
+        if ids is None:
+            if len(self._memo) > 4096:
+                self._memo.clear()
+            ids = self._memo[text] = kept(message_identifiers(message))
+        return ids
+
+    def _lines(self, text: str) -> tuple[str, ...]:
+        """A long text a policy wrote (a summary that keeps earlier summaries' lines, zones', hierarchical's), line
+        by line: no rule spans a line, so its identifiers are its lines' (each distinct line extracted once)."""
+        memo = self._line_memo
+        if len(memo) > 65_536:
+            memo.clear()
+        out: dict[str, None] = {}
+        for line in text.split("\n"):
+            ids = memo.get(line)
+            if ids is None:
+                ids = memo[line] = extract(line)
+            for x in ids:
+                out[x] = None
+        return tuple(out)
+
+    def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
+        items = self.items
+        if not removed and len(added) == 1 and not added[0].inserted:  # an append
+            item = added[0]
+            if items is not None:
+                items[id(item)] = item
+            origin = item.origin
+            s = self._s
+            if origin < 0 or s is None:
+                return
+            message = item.message
+            if message.role in SOURCE_ROLES:
+                self.sizes[origin] = item.tokens
+            if message is s.session.messages[origin]:  # as recorded: counted in the base counts already
+                return
+            # rewritten as it arrived (truncated): the rewrite's identifiers instead of the recorded ones
+            recorded = s.ids[origin]
+            ids = self._ids(item)
+            self.written[id(item)] = (item, ids)
+            delta = self.delta
+            dict.update(delta, zip(recorded, map(sub, map(delta.get, recorded, repeat(0)), repeat(1))))
+            delta.update(ids)
+            kept = set(ids)
+            arrival = [self._number + 1, "", ARRIVAL]
+            self.gone.update((x, arrival) for x in recorded if x not in kept)
+            return
+        self._splices += 1
+        ref: list[Any] = [self._number + 1, "", "edit"]  # filled in when the request is sent (`requested`)
+        self._refs.append((self._splices, ref))
+        written = self.written
+        delta = self.delta
+        gone = self.gone
+        s = self._s
+        for item in removed:
+            if items is not None:
+                items.pop(id(item), None)
+            entry = written.pop(id(item), None)
+            if entry is not None:
+                ids = entry[1]
+            else:
+                own = s.of(item.message) if s is not None else None
+                if own is None:
+                    continue
+                ids = own
+            if item.message.role == "tool":
+                self._tool_removed = True
+            dict.update(delta, zip(ids, map(sub, map(delta.get, ids, repeat(0)), repeat(1))))  # counted down in C
+            gone.update(zip(ids, repeat(ref)))  # the last edit that removed x is the one that took it to zero
+        for item in added:
+            if items is not None:
+                items[id(item)] = item
+            ids = self._ids(item)
+            written[id(item)] = (item, ids)
+            delta.update(ids)
+
+    def requested(self, number: int, message: Message, edits: Sequence[tuple[str, str, int]]) -> None:
+        """Request `number` is about to be sent; `message` is the recorded answer; `edits` the (stage,
+        event kind, splices) of every edit this request's stages applied, in order."""
+        self._number = number
+        if self._refs:
+            bounds: list[tuple[int, str, str]] = []
+            total = 0
+            for stage, kind, count in edits:
+                total += count
+                bounds.append((total, stage, kind))
+            for ordinal, ref in self._refs:
+                stage, kind = next(((st, k) for end, st, k in bounds if ordinal <= end), ("", "edit"))
+                ref[0], ref[1], ref[2] = number, stage, kind
+            self._refs.clear()
+        self._splices = 0
+        if self._tool_removed:
+            self._refetched.clear()
+            self._tool_removed = False
+        s = self._s
+        delta = self.delta
+        if s is not None and delta:  # nothing edited yet: every identifier the base counts hold is live
+            uses = s.uses_of(message)
+            if uses:
+                get = delta.get
+                found = [(x, o) for x, base, o in uses if base + get(x, 0) <= 0]
+                if 1 < len(found) <= 256:  # `conftest.py` inside `tests/conftest.py` from the same message: one miss
+                    found = [(x, o) for x, o in found if not any(o == o2 and x != x2 and x in x2 for x2, o2 in found)]
+                for x, origin in found:
+                    self._miss(number, x, origin, s)
+        if self._probe_state is not None and number in self.probes.at:
+            self._probe_state.check(number, self._texts())
+
+    def _miss(self, number: int, x: str, origin: int, s: SessionIndex) -> None:
+        m = s.session.messages[origin]
+        tool = m.name if m.role == "tool" else None
+        tokens = self.sizes.get(origin, 0)
+        ref = self.gone.get(x)
+        removal = Removal(ref[0], ref[1], ref[2]) if ref is not None else None
+        self.report.misses.append(Miss(number, s.session.id, x, origin, m.role, tool, tokens, removal))
+        if m.role == "tool" and origin not in self._refetched:
+            self._refetched.add(origin)
+            self.report.refetches.append(Refetch(number, s.session.id, origin, tool, tokens))
+
+    def _texts(self) -> list[str]:
+        """The managed context's texts as they stand: the head (system, tools), then every live item's."""
+        s = self._s
+        out: list[str] = []
+        if s is not None:
+            out.append(s.session.system or "")
+        for item in (self.items or {}).values():
+            message = item.message
+            out.append(message.content)
+            for call in message.tool_calls:
+                out.append(call.arguments_json)
+        return out
+
+    def finish(self) -> LossReport:
+        """The report, the probes checked at the end of the run."""
+        if self._probe_state is not None:
+            self._probe_state.check(None, self._texts())
+            self.report.probes = self._probe_state.results()
+        return self.report
+
+
+__all__ = ["ARRIVAL", "LossMeter", "LossReport", "Miss", "Refetch", "Removal"]
+
+
+# ---------------------------------------------------------------- run.json
+DIGEST = re.compile(r"sha256:[0-9a-f]{12}/\d+")
+MISS_COLUMNS = ("request", "session", "identifier", "source", "role", "tool", "source_tokens", "removed_request",
+                "removed_stage", "removed_kind")
+REFETCH_COLUMNS = ("request", "session", "source", "tool", "tokens")
+
+
+def shown(identifier: str, content: bool) -> str:
+    """An identifier as outputs show it: itself (secrets redacted) with --include-content, else a digest
+    and its length (no trace content)."""
+    if DIGEST.fullmatch(identifier):  # read back from a run.json written without content: shown as it was
+        return identifier
+    if content:
+        from ctxsim.redact import redact
+
+        return redact(identifier)
+    import hashlib
+
+    return f"sha256:{hashlib.sha256(identifier.encode('utf-8')).hexdigest()[:12]}/{len(identifier)}"
+
+
+def to_json(report: LossReport, cost_usd: Any, content: bool) -> dict[str, Any]:
+    from decimal import Decimal
+
+    refetch = report.refetch_cost_usd if report.refetch_cost_usd is not None else Decimal(0)
+    misses = [[m.request, m.session, shown(m.identifier, content), m.source, m.role, m.tool, m.source_tokens,
+               m.removed.request if m.removed else None, m.removed.stage if m.removed else None,
+               m.removed.kind if m.removed else None] for m in report.misses]
+    distinct = report.distinct_identifiers
+    return {
+        "recall_misses": report.recall_misses,
+        "distinct_identifiers": distinct,
+        "miss_source_tokens": report.miss_source_tokens,
+        "refetches": len(report.refetches),
+        "refetch_tokens": sum(f.tokens for f in report.refetches),
+        "refetch_cost_usd": str(refetch),
+        "cost_with_refetch_usd": str(Decimal(cost_usd) + refetch),
+        "probes": report.probes,
+        "probes_lost": report.probes_lost,
+        "misses": {"columns": list(MISS_COLUMNS), "values": [list(c) for c in zip(*misses)] if misses
+                   else [[] for _ in MISS_COLUMNS]},
+        "refetch_list": {"columns": list(REFETCH_COLUMNS),
+                         "values": [list(c) for c in zip(*[[f.request, f.session, f.source, f.tool, f.tokens]
+                                                            for f in report.refetches])] if report.refetches
+                         else [[] for _ in REFETCH_COLUMNS]},
+    }
+
+
+def from_json(data: dict[str, Any]) -> LossReport:
+    from decimal import Decimal
+
+    def rows(block: dict[str, Any]) -> list[dict[str, Any]]:
+        names, values = block["columns"], block["values"]
+        return [dict(zip(names, r, strict=True)) for r in zip(*values, strict=True)]
+
+    misses = [Miss(r["request"], r["session"], r["identifier"], r["source"], r["role"], r["tool"], r["source_tokens"],
+                   Removal(r["removed_request"], r["removed_stage"], r["removed_kind"])
+                   if r["removed_request"] is not None else None) for r in rows(data["misses"])]
+    refetches = [Refetch(r["request"], r["session"], r["source"], r["tool"], r["tokens"])
+                 for r in rows(data["refetch_list"])]
+    return LossReport(misses, refetches, list(data.get("probes") or []), Decimal(data["refetch_cost_usd"]))
