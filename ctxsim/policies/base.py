@@ -29,6 +29,8 @@ Optional members the engine looks for:
   serves any observer (the loss meter).
 - `start()`: called before each session's first message: a policy forgets what it learnt of
   the previous session.
+- `foresee(session)`: called before `start()` with the recorded session: only a bound (the
+  `oracle`) reads the future, which no real policy can.
 - `on_append(view, message) -> Rewrite | None`: change a message as it is appended (tool
   output truncated on arrival).
 - `stages`: a sequence of policies run in order, each seeing the earlier ones' edits (a
