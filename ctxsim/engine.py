@@ -187,7 +187,7 @@ class PolicyRun:
     and is unpacked when they are first read: a compare table reads only the totals.
     """
 
-    __slots__ = ("policy", "totals", "composition", "_rows", "_events", "_packed")
+    __slots__ = ("policy", "totals", "composition", "_rows", "_events", "_packed", "loss")
     rows: list[Row] = _Unpacked()  # type: ignore[assignment]
     events: list[EventRecord] = _Unpacked()  # type: ignore[assignment]
 
@@ -199,6 +199,7 @@ class PolicyRun:
         self._packed: tuple[list[list[Any]], list[list[Any]]] | None = None
         self._rows = rows
         self._events = events
+        self.loss: Any = None  # ctxsim.loss.meter.LossReport when the run was loss-metered
 
     def _unpack(self) -> None:
         if self._packed is not None:
@@ -212,13 +213,14 @@ class PolicyRun:
         return to_columns(self.rows, Row), to_columns(self.events, EventRecord)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return _policy_run, (self.policy, self._columns(), self.totals, self.composition)
+        return _policy_run, (self.policy, self._columns(), self.totals, self.composition, self.loss)
 
 
 def _policy_run(policy: dict[str, Any], packed: tuple[list[list[Any]], list[list[Any]]], totals: Totals,
-                composition: Composition | None) -> PolicyRun:
+                composition: Composition | None, loss: Any = None) -> PolicyRun:
     run = PolicyRun(policy, None, None, totals, composition)  # type: ignore[arg-type]
     run._packed = packed
+    run.loss = loss
     return run
 
 
@@ -340,6 +342,13 @@ class Replayer:
                 begin()
         observers: list[Observer] = [s for s in stages if hasattr(s, "observe")]  # type: ignore[misc]
         observers.extend(state.observers)
+        for observer in state.observers:
+            begin = getattr(observer, "start", None)
+            if begin is not None:
+                begin()
+        # observers told of each request before its answer is appended (policies.base: `requested`)
+        requesters = [o for o in observers if hasattr(o, "requested")]
+        edits_made: list[tuple[str, str, int]] = []  # (stage, event kind, splices) of this request's edits
         base = sizer.tools(session) + sizer.system(session) + self.setup.hidden_prefix_tokens
         history = History(base, sizer.message, blocks)
         spec = self.resolved.cache
@@ -400,6 +409,8 @@ class Replayer:
                     valid = min(valid, applied.first_index)
                     events.append(EventRecord(number, session.id, stage.name, applied.kind, applied.note,
                                               applied.messages, applied.tokens_before, applied.tokens_after))
+                    if requesters:
+                        edits_made.append((stage.name, applied.kind, len(applied.spliced)))
                     for call in edit.calls:
                         rows.append(self._side_row(number, session, call, message.ts, request_ts, window, own))
             prompt = history.prompt_tokens
@@ -416,6 +427,10 @@ class Replayer:
                     crossed.add(limit)
                     events.append(EventRecord(number, session.id, policy.name, kind,
                                               f"context {prompt:,} tokens passes {label} ({limit:,})"))
+            if requesters:
+                for observer in requesters:
+                    observer.requested(number, message, edits_made)  # type: ignore[attr-defined]
+                edits_made.clear()
             answer = Item(message, size, n_blocks, origin)
             append(answer, column)
             if observers:

@@ -28,7 +28,12 @@ Optional members the engine looks for:
   incremental policy keeps its state from these calls alone, with no rescanning; the same hook
   serves any observer (the loss meter).
 - `start()`: called before each session's first message: a policy forgets what it learnt of
-  the previous session.
+  the previous session (observers passed to `Replayer.run` are started too).
+- `requested(number, message, edits)`: an observer's hook (the loss meter's), called at each
+  request after every stage decided and before the recorded assistant `message` is appended;
+  `edits` lists the (stage name, event kind, splices applied) of the request's edits in order
+  (the splices the observer was just told of, so it can name the edit that removed something).
+  Only observers that have it cost anything.
 - `foresee(session)`: called before `start()` with the recorded session: only a bound (the
   `oracle`) reads the future, which no real policy can.
 - `on_append(view, message) -> Rewrite | None`: change a message as it is appended (tool

@@ -1,0 +1,316 @@
+"""The loss meter: what a policy removed that the recorded agent later needed (recall misses).
+
+A `LossMeter` is a `policies.base.Observer`: the engine tells it of every append and every applied
+splice, exactly as it tells a policy, and calls `requested(number, message, edits)` after the stages
+of a request decided and before the recorded assistant `message` is appended. From these alone
+(no rescanning of the history) it keeps, per session:
+
+- `live[x]`: how many live items hold identifier x (a stub, a truncation or a summary that still
+  holds it counts: the identifiers of text a policy wrote are extracted when it appears);
+- `source[x]`: the latest user or tool message (its session index) whose recorded text held x;
+- `gone[x]`: the edit (request, stage, event kind) whose splice took x's live count to zero.
+
+At request k, an identifier the recorded assistant message uses is a *miss* when it came earlier
+from a user or tool message, no live item holds it, and it is not in the system prompt or tool
+definitions (`index.SessionIndex.always`). Under `none` nothing is removed, so there is none.
+
+Re-fetches (open-loop cannot know what the agent would have done; this bounds it): a miss whose
+source is a tool result costs one re-read of that result; a source is re-read once, and again only
+after the policy next removes or stubs a tool result (the re-read copy would have gone the same way).
+`refetch.price` prices them. Work per request: proportional to what was appended and edited and to
+the identifiers the request's message uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxsim.history import Item
+from ctxsim.loss.identifiers import message_identifiers
+from ctxsim.loss.index import SOURCE_ROLES, SessionIndex, TraceIndex
+from ctxsim.model import Message, Session
+
+ARRIVAL = "arrival"  # the event kind of a removal made as the message arrived (truncated on append)
+
+
+@dataclass(frozen=True, slots=True)
+class Removal:
+    request: int
+    stage: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class Miss:
+    request: int  # the request that needed it (1-based over the run)
+    session: str
+    identifier: str
+    source: int  # the session index of the user or tool message it came from
+    role: str
+    tool: str | None
+    source_tokens: int  # that message's size as it arrived in the history
+    removed: Removal | None  # the edit that removed it (None: not known)
+
+
+@dataclass(frozen=True, slots=True)
+class Refetch:
+    request: int
+    session: str
+    source: int
+    tool: str | None
+    tokens: int
+
+
+@dataclass
+class LossReport:
+    """One run's loss: every miss and re-fetch, and the probe checks (probes.ProbeSet)."""
+
+    misses: list[Miss] = field(default_factory=list)
+    refetches: list[Refetch] = field(default_factory=list)
+    probes: list[dict[str, Any]] = field(default_factory=list)  # per probe: {"probe", "at": {request: bool}}
+    refetch_cost_usd: Any = None  # Decimal once priced (refetch.price)
+
+    @property
+    def recall_misses(self) -> int:
+        return len(self.misses)
+
+    @property
+    def distinct_identifiers(self) -> int:
+        return len({m.identifier for m in self.misses})
+
+    @property
+    def miss_source_tokens(self) -> int:
+        """Tokens of the distinct messages the missed identifiers came from."""
+        sources = {(m.session, m.source): m.source_tokens for m in self.misses}
+        return sum(sources.values())
+
+    @property
+    def probes_lost(self) -> int | None:
+        """Probes not in the managed context at the end (None: no probes)."""
+        if not self.probes:
+            return None
+        return sum(1 for p in self.probes if not p["end"])
+
+
+class LossMeter:
+    """Observe one run (a fresh meter per run); `report` holds what it found."""
+
+    def __init__(self, index: TraceIndex, sessions: Sequence[Session] = (), probes: Any = None) -> None:
+        self.index = index
+        self._queue: list[Session] = list(sessions)  # the sessions to come, in order (start() takes the next)
+        self.report = LossReport()
+        self.probes = probes  # probes.ProbeSet or None
+        self._probe_state = probes.state() if probes is not None else None
+        self._s: SessionIndex | None = None
+        self._number = 0  # the last request number seen
+        self._memo: dict[str, tuple[str, ...]] = {}  # texts a policy wrote -> their identifiers
+        self._reset()
+
+    def _reset(self) -> None:
+        self.live: dict[str, int] = {}
+        self.held: dict[int, tuple[Item, tuple[str, ...]]] = {}  # id(item) -> (item, its identifiers)
+        self.source: dict[str, int] = {}
+        self.sizes: dict[int, int] = {}  # source session index -> tokens as it arrived
+        self.gone: dict[str, Removal] = {}
+        self._pending: list[tuple[str, int]] = []  # (identifier, splice ordinal) gone during this request
+        self._splices = 0
+        self._tool_removed = False  # this request's edits removed or stubbed a tool result
+        self._refetched: set[int] = set()
+
+    # ------------------------------------------------------------ the engine's calls
+    def push(self, session: Session) -> None:
+        """The next session to be replayed (a stream hands them over one at a time)."""
+        self._queue.append(session)
+
+    def start(self) -> None:
+        self._s = self.index.of(self._queue.pop(0))
+        self._reset()
+
+    def _ids(self, item: Item) -> tuple[str, ...]:
+        message = item.message
+        if item.origin >= 0 and self._s is not None:
+            own = self._s.of(message)
+            if own is not None:
+                return own
+        if message.tool_calls:
+            return message_identifiers(message)
+        text = message.content
+        ids = self._memo.get(text)
+        if ids is None:
+            if len(self._memo) > 4096:
+                self._memo.clear()
+            ids = self._memo[text] = message_identifiers(message)
+        return ids
+
+    def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
+        live = self.live
+        if not removed and len(added) == 1 and not added[0].inserted:  # an append
+            item = added[0]
+            ids = self._ids(item)
+            self.held[id(item)] = (item, ids)
+            for x in ids:
+                live[x] = live.get(x, 0) + 1
+            message = item.message
+            if message.role in SOURCE_ROLES and item.origin >= 0 and self._s is not None:
+                origin = item.origin
+                recorded = self._s.ids[origin]
+                source = self.source
+                for x in recorded:
+                    source[x] = origin
+                self.sizes[origin] = item.tokens
+                if recorded is not ids:  # rewritten as it arrived: what it lost then is gone from the start
+                    for x in recorded:
+                        if not live.get(x):
+                            self.gone[x] = Removal(self._number + 1, "", ARRIVAL)
+            return
+        self._splices += 1
+        ordinal = self._splices
+        held = self.held
+        for item in removed:
+            entry = held.pop(id(item), None)
+            if entry is None:
+                continue
+            if item.message.role == "tool":
+                self._tool_removed = True
+            for x in entry[1]:
+                n = live[x] - 1
+                if n:
+                    live[x] = n
+                else:
+                    del live[x]
+                    self._pending.append((x, ordinal))
+        for item in added:
+            ids = self._ids(item)
+            held[id(item)] = (item, ids)
+            for x in ids:
+                live[x] = live.get(x, 0) + 1
+
+    def requested(self, number: int, message: Message, edits: Sequence[tuple[str, str, int]]) -> None:
+        """Request `number` is about to be sent; `message` is the recorded answer; `edits` the (stage,
+        event kind, splices) of every edit this request's stages applied, in order."""
+        self._number = number
+        live = self.live
+        if self._pending:
+            bounds: list[tuple[int, str, str]] = []
+            total = 0
+            for stage, kind, count in edits:
+                total += count
+                bounds.append((total, stage, kind))
+            for x, ordinal in self._pending:
+                if x in live:
+                    continue
+                stage, kind = next(((s, k) for end, s, k in bounds if ordinal <= end), ("", "edit"))
+                self.gone[x] = Removal(number, stage, kind)
+            self._pending.clear()
+        self._splices = 0
+        if self._tool_removed:
+            self._refetched.clear()
+            self._tool_removed = False
+        s = self._s
+        if s is not None:
+            uses = s.of(message) or ()
+            source = self.source
+            always = s.always
+            for x in uses:
+                if x in live or x in always:
+                    continue
+                origin = source.get(x)
+                if origin is None:
+                    continue
+                self._miss(number, x, origin, s)
+        if self._probe_state is not None and number in self.probes.at:
+            self._probe_state.check(number, self._texts())
+
+    def _miss(self, number: int, x: str, origin: int, s: SessionIndex) -> None:
+        m = s.session.messages[origin]
+        tool = m.name if m.role == "tool" else None
+        tokens = self.sizes.get(origin, 0)
+        self.report.misses.append(Miss(number, s.session.id, x, origin, m.role, tool, tokens, self.gone.get(x)))
+        if m.role == "tool" and origin not in self._refetched:
+            self._refetched.add(origin)
+            self.report.refetches.append(Refetch(number, s.session.id, origin, tool, tokens))
+
+    def _texts(self) -> list[str]:
+        """The managed context's texts as they stand: the head (system, tools), then every live item's."""
+        s = self._s
+        out: list[str] = []
+        if s is not None:
+            out.append(s.session.system or "")
+        for item, _ in self.held.values():
+            message = item.message
+            out.append(message.content)
+            for call in message.tool_calls:
+                out.append(call.arguments_json)
+        return out
+
+    def finish(self) -> LossReport:
+        """The report, the probes checked at the end of the run."""
+        if self._probe_state is not None:
+            self._probe_state.check(None, self._texts())
+            self.report.probes = self._probe_state.results()
+        return self.report
+
+
+__all__ = ["LossMeter", "LossReport", "Miss", "Refetch", "Removal", "ARRIVAL"]
+
+
+# ---------------------------------------------------------------- run.json
+MISS_COLUMNS = ("request", "session", "identifier", "source", "role", "tool", "source_tokens", "removed_request",
+                "removed_stage", "removed_kind")
+REFETCH_COLUMNS = ("request", "session", "source", "tool", "tokens")
+
+
+def shown(identifier: str, content: bool) -> str:
+    """An identifier as outputs show it: itself (secrets redacted) with --include-content, else a digest
+    and its length (no trace content)."""
+    if content:
+        from ctxsim.redact import redact
+
+        return redact(identifier)
+    import hashlib
+
+    return f"sha256:{hashlib.sha256(identifier.encode('utf-8')).hexdigest()[:12]}/{len(identifier)}"
+
+
+def to_json(report: LossReport, cost_usd: Any, content: bool) -> dict[str, Any]:
+    from decimal import Decimal
+
+    refetch = report.refetch_cost_usd if report.refetch_cost_usd is not None else Decimal(0)
+    misses = [[m.request, m.session, shown(m.identifier, content), m.source, m.role, m.tool, m.source_tokens,
+               m.removed.request if m.removed else None, m.removed.stage if m.removed else None,
+               m.removed.kind if m.removed else None] for m in report.misses]
+    distinct = report.distinct_identifiers
+    return {
+        "recall_misses": report.recall_misses,
+        "distinct_identifiers": distinct,
+        "miss_source_tokens": report.miss_source_tokens,
+        "refetches": len(report.refetches),
+        "refetch_tokens": sum(f.tokens for f in report.refetches),
+        "refetch_cost_usd": str(refetch),
+        "cost_with_refetch_usd": str(Decimal(cost_usd) + refetch),
+        "probes": report.probes,
+        "probes_lost": report.probes_lost,
+        "misses": {"columns": list(MISS_COLUMNS), "values": [list(c) for c in zip(*misses)] if misses
+                   else [[] for _ in MISS_COLUMNS]},
+        "refetch_list": {"columns": list(REFETCH_COLUMNS),
+                         "values": [list(c) for c in zip(*[[f.request, f.session, f.source, f.tool, f.tokens]
+                                                            for f in report.refetches])] if report.refetches
+                         else [[] for _ in REFETCH_COLUMNS]},
+    }
+
+
+def from_json(data: dict[str, Any]) -> LossReport:
+    from decimal import Decimal
+
+    def rows(block: dict[str, Any]) -> list[dict[str, Any]]:
+        names, values = block["columns"], block["values"]
+        return [dict(zip(names, r, strict=True)) for r in zip(*values, strict=True)]
+
+    misses = [Miss(r["request"], r["session"], r["identifier"], r["source"], r["role"], r["tool"], r["source_tokens"],
+                   Removal(r["removed_request"], r["removed_stage"], r["removed_kind"])
+                   if r["removed_request"] is not None else None) for r in rows(data["misses"])]
+    refetches = [Refetch(r["request"], r["session"], r["source"], r["tool"], r["tokens"])
+                 for r in rows(data["refetch_list"])]
+    return LossReport(misses, refetches, list(data.get("probes") or []), Decimal(data["refetch_cost_usd"]))
