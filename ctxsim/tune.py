@@ -29,8 +29,7 @@ from typing import Any
 from ctxsim.errors import CtxsimError, ParameterError
 from ctxsim.tune_space import concrete, settings, shown, space_of
 
-REFETCH_ASSUMPTION = ("cost with re-fetches: every recall miss whose source was a tool result is charged as "
-                      "that result read again (open-loop: the agent's recorded turns are replayed unchanged)")
+from ctxsim.loss.refetch import ASSUMPTION as REFETCH_ASSUMPTION  # noqa: E402 - stated in every output
 
 
 @dataclass
@@ -146,22 +145,22 @@ def load_targets(paths: Sequence[str], options: Any, fmt: str | None, budget: An
 
 
 def loss_index(trace: Any) -> Any:
-    """The loss meter's identifier index of `trace`, built once and shared by every run on it."""
-    from ctxsim.loss import index_trace  # type: ignore[attr-defined]
+    """The loss meter's identifier index of `trace`, built once and shared by every run on it (forked
+    workers inherit it)."""
+    from ctxsim.loss import TraceIndex
 
-    return index_trace(trace)
+    return TraceIndex().prime(trace.sessions)
 
 
 def measure(target: Target, policy: Any, progress: Callable[[int], None] | None = None) -> Measured:
-    """Replay `policy` on `target` with the loss meter watching."""
-    from ctxsim.loss import LossMeter  # type: ignore[attr-defined]
+    """Replay `policy` on `target` with a fresh loss meter watching; its re-fetches priced."""
+    from ctxsim.loss import metered_run
 
-    meter = LossMeter(target.index)
-    run = target.replayer.run(policy, progress, observers=(meter,))
-    loss = meter.result(run)
+    run = metered_run(target.replayer, policy, progress, target.index)
+    loss = run.loss
     peak = run.totals.peak_context_tokens
-    return Measured(run.totals.cost_usd, loss.refetch_cost_usd, loss.misses, loss.distinct, loss.refetches, peak,
-                    peak > target.limit, run.totals.events)
+    return Measured(run.totals.cost_usd, run.totals.cost_usd + loss.refetch_cost_usd, loss.recall_misses,
+                    loss.distinct_identifiers, len(loss.refetches), peak, peak > target.limit, run.totals.events)
 
 
 # ---------------------------------------------------------------- the search

@@ -47,6 +47,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ctxsim.errors import CtxsimError
 from ctxsim.history import Item
@@ -130,14 +131,64 @@ class Foresight:
 
 
 def default_rules() -> tuple[Holds, Callable[[Session], dict[int, frozenset[str]]]]:
-    """The loss meter's rules: what a message holds, what each request needs."""
-    from ctxsim.loss import identifiers
+    """The loss meter's rules (ctxsim.loss): what a message holds, what each request needs."""
+    from ctxsim.loss.identifiers import message_identifiers
 
-    return identifiers.held_by, identifiers.needs_of  # type: ignore[attr-defined]
+    def holds(message: Message) -> frozenset[str]:
+        return frozenset(message_identifiers(message))
+
+    return holds, needs_of
+
+
+_INDEXES: dict[int, tuple[Session, Any]] = {}  # the last sessions' identifier indexes: oracle runs share them
+
+
+def session_index(session: Session) -> Any:
+    """The loss meter's index of `session` (ctxsim.loss.index.SessionIndex), built once per session."""
+    from ctxsim.loss.index import SessionIndex
+
+    hit = _INDEXES.get(id(session))
+    if hit is not None and hit[0] is session:
+        return hit[1]
+    if len(_INDEXES) >= 64:
+        _INDEXES.clear()
+    index = SessionIndex.build(session)
+    _INDEXES[id(session)] = (session, index)
+    return index
+
+
+def needs_of(session: Session) -> dict[int, frozenset[str]]:
+    """What the loss meter checks at each request (by the session index of its recorded assistant message):
+    the identifiers that message uses which an earlier user or tool message held, less those of the
+    system prompt and tool definitions (never removed)."""
+    from ctxsim.loss.index import SOURCE_ROLES
+
+    index = session_index(session)
+    seen: set[str] = set()
+    out: dict[int, frozenset[str]] = {}
+    for origin, message in enumerate(session.messages):
+        ids = index.ids[origin]
+        if message.role == "assistant":
+            out[origin] = frozenset(x for x in ids if x in seen and x not in index.always)
+        elif message.role in SOURCE_ROLES:
+            seen.update(ids)
+    return out
+
+
+def rendered(x: str) -> str:
+    """How the note writes identifier `x` so that the extraction rules find it again: as it is, else as a
+    call (`name(`), else quoted; as it is when nothing works (the property test would see that)."""
+    from ctxsim.loss.identifiers import extract
+
+    for form in (x, f"{x}(", f"`{x}`", f'"{x}"', f"'{x}'"):
+        if x in extract(form):
+            return form
+    return x
 
 
 def note_text(ids: Sequence[str]) -> str:
-    return NOTE_HEAD + "\n" + "\n".join(ids)
+    """The note: a head line, then each identifier on a line of its own."""
+    return NOTE_HEAD + "\n" + "\n".join(rendered(x) for x in ids)
 
 
 class OraclePolicy:
@@ -260,7 +311,7 @@ class OraclePolicy:
         if space <= 0 or not candidates:
             return []
         blank = view.size(Message("summary", ""))
-        sizes = {x: max(1, view.size(Message("summary", x + "\n")) - blank) for x in candidates}
+        sizes = {x: max(1, view.size(Message("summary", rendered(x) + "\n")) - blank) for x in candidates}
         worth = {x: sight.worth(x, now) for x in candidates}
         far = {x: sight.next_need(x, now) or 0 for x in candidates}
         useful = [x for x in candidates if worth[x] > 0 and sizes[x] <= space]
