@@ -27,9 +27,8 @@ from decimal import Decimal
 from typing import Any
 
 from ctxsim.errors import CtxsimError, ParameterError
-from ctxsim.tune_space import concrete, settings, shown, space_of
-
-from ctxsim.loss.refetch import ASSUMPTION as REFETCH_ASSUMPTION  # noqa: E402 - stated in every output
+from ctxsim.loss.refetch import ASSUMPTION as REFETCH_ASSUMPTION
+from ctxsim.tune_space import concrete, settings, shown
 
 
 @dataclass
@@ -256,5 +255,15 @@ def cells_of(trials: Sequence[Trial], targets: Sequence[Target]) -> int:
     return valid * sum(sum(s.requests for s in t.trace.sessions) for t in targets)
 
 
-__all__ = ["Measured", "Outcome", "Target", "Trial", "load_targets", "measure", "prepare", "run_trials", "tune",
-           "REFETCH_ASSUMPTION"]
+__all__ = [
+    "REFETCH_ASSUMPTION",
+    "Measured",
+    "Outcome",
+    "Target",
+    "Trial",
+    "load_targets",
+    "measure",
+    "prepare",
+    "run_trials",
+    "tune",
+]

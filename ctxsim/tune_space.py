@@ -159,4 +159,4 @@ def shown(setting: Mapping[str, Any]) -> str:
     return " ".join(parts)
 
 
-__all__ = ["Rel", "Same", "SPACES", "families", "space_of", "grid_size", "settings", "concrete", "shown"]
+__all__ = ["SPACES", "Rel", "Same", "concrete", "families", "grid_size", "settings", "shown", "space_of"]

@@ -67,8 +67,9 @@ def run_of(trace: Trace, policy, watch: Last | None = None):  # type: ignore[no-
     return metered_run(replayer, chosen, index=TraceIndex())
 
 
-def oracle(budget: int | float | None) -> OraclePolicy:
-    return make_policy("oracle", {"budget": budget})  # type: ignore[return-value]
+def oracle(budget: float | None, fold_to: float = 1.0) -> OraclePolicy:
+    """Folding just enough (fold_to 1): the exact tests below; the default folds further."""
+    return make_policy("oracle", {"budget": budget, "fold_to": fold_to})  # type: ignore[return-value]
 
 
 def contexts(run) -> list[int]:  # type: ignore[no-untyped-def]
@@ -112,6 +113,16 @@ def test_a_tight_budget_keeps_every_needed_identifier_in_notes_and_no_more() -> 
     # request 5 fits as it stands: nothing is reduced before it must be (alpha's identifiers, needed no
     # more, stay in the note)
     assert notes[3] == notes[2] and [e.request for e in run.events] == [2, 3, 4]
+
+
+def test_folding_further_means_fewer_folds_and_never_a_miss_more() -> None:
+    trace = known_trace()
+    for budget in (60, 250, 300):
+        tight, loose = run_of(trace, oracle(budget)), run_of(trace, oracle(budget, 0.5))
+        assert len(loose.events) <= len(tight.events)
+        assert loose.loss.misses == tight.loss.misses == []
+        assert max(contexts(loose)) <= budget
+    assert len(run_of(trace, oracle(300, 0.5)).events) < len(run_of(trace, oracle(300)).events)
 
 
 def test_below_what_the_notes_need_it_keeps_the_most_misses_worth() -> None:
@@ -260,7 +271,7 @@ def test_no_registered_policy_has_fewer_misses_at_the_same_budget(trace: Trace, 
     peak = max(contexts(run_of(trace, make_policy("none"))))
     head = SIZER.system(trace.sessions[0]) + SIZER.tools(trace.sessions[0])
     budget = max(head, int(peak * share))
-    bound = run_of(trace, oracle(budget))
+    bound = run_of(trace, make_policy("oracle", {"budget": budget}))  # as registered: folds to 80%
     assert max(contexts(bound)) <= budget, "the oracle passed its budget"
     for spec, policy in rivals(budget):
         run = run_of(trace, dataclasses.replace(policy) if dataclasses.is_dataclass(policy) else policy)

@@ -4,7 +4,6 @@ context_management JSON has the API's shape and loads back, bad input is one lin
 from __future__ import annotations
 
 import dataclasses
-import json
 from decimal import Decimal
 from pathlib import Path
 
@@ -64,7 +63,7 @@ def _outcome(tmp_path: Path, family: str, params: dict, how: str = "grid: all 3 
     over = Measured(Decimal("1.0"), Decimal("1.0"), 0, 0, 0, 250_000, True, 1)
     trials = [Trial(n, dict(params), [params], measured) for n, measured in ((1, m), (2, worse), (3, over))]
     target = Target(str(tmp_path / "t.jsonl"), None, None, 200_000, 180_000, None)
-    return Outcome(family, how, trials, Measured(Decimal("2"), Decimal("2"), 1, 1, 0, 1, False, 0), None, 3, [0],
+    return Outcome(family, how, trials, Measured(Decimal(2), Decimal(2), 1, 1, 0, 1, False, 0), None, 3, [0],
                    0, [target])
 
 

@@ -17,7 +17,8 @@ What it does, before each request:
    kept verbatim loses nothing and can still be reduced later.
 2. Over it: it folds the oldest items (a tool call always with its results, so no result is left
    without its call nor a call without its result) into one inserted `summary` note until the prompt
-   fits. The note holds exactly the identifiers the folded items held that a request from this one
+   is down to `fold_to` of the budget (fewer, larger folds: fewer cache rewrites), or everything that
+   may be folded is. The note holds exactly the identifiers the folded items held that a request from this one
    on will need and that no item left in the context holds; nothing else. Folded items the future
    never needs simply leave. A note of an earlier fold is folded again like any item.
 3. Only when everything that may be folded is folded and the note still does not fit are
@@ -65,15 +66,20 @@ class OracleParams:
     budget: int | float | None = field(default=None, metadata=field_doc(
         "per-request context at most this: tokens (50000, 50k) or a fraction of the window (0.6, 60%); "
         "none: the window"))
+    fold_to: float = field(default=0.8, metadata=field_doc(
+        "over the budget, fold down to this fraction of it: fewer, larger folds (fewer cache rewrites), "
+        "never a miss more (a fold loses nothing while the note fits)"))
 
     def __post_init__(self) -> None:
         b = self.budget
         if isinstance(b, bool):
-            raise ValueError("budget must be tokens or a fraction of the window")
+            raise ValueError("budget must be tokens or a fraction of the window")  # noqa: TRY004 - build_params reads ValueError
         if isinstance(b, int) and b <= 0:
             raise ValueError("budget must be a positive number of tokens")
         if isinstance(b, float) and not 0 < b <= 1:
             raise ValueError("a budget given as a fraction of the window must be above 0 and at most 1 (100%)")
+        if not 0 < self.fold_to <= 1:
+            raise ValueError("fold_to must be above 0 and at most 1")
 
     def tokens(self, window: int) -> int:
         b = self.budget
@@ -254,21 +260,25 @@ class OraclePolicy:
         carried: set[str] = set()  # needed identifiers of the folded groups
         note: list[str] = []
         note_tokens = 0
+        target = max(1, int(limit * self.params.fold_to))  # fold down to here: fewer, larger folds
         fits = False
         for group, ids in zip(groups, wanted, strict=True):
             folded.extend(group)
             folded_tokens += sum(i.tokens for i in group)
             carried |= ids
             elsewhere.subtract(ids)
-            if prompt - folded_tokens > limit:
+            if prompt - folded_tokens > target:
                 continue  # cannot fit yet, whatever the note: it is sized only when it might
             note = sorted(x for x in carried if elsewhere[x] <= 0)
             note_tokens = view.size(Message("summary", note_text(note))) if note else 0
-            if prompt - folded_tokens + note_tokens <= limit:
+            if prompt - folded_tokens + note_tokens <= target:
                 fits = True
                 break
         if not folded:
             return ()  # nothing may be touched: the budget is below the head and the pinned messages
+        if not fits:  # everything folded: within the budget (if not the target), nothing is lost yet
+            note = sorted(carried)
+            fits = prompt - folded_tokens + (view.size(Message("summary", note_text(note))) if note else 0) <= limit
         if not fits:  # everything folded: keep what is worth most in the tokens left
             note = self._choose(view, sorted(carried), limit - (prompt - folded_tokens), now)
         dropped = len(carried) - len(note) if not fits else 0
