@@ -73,7 +73,9 @@ def notes(outcome: Outcome, budget_label: str | None) -> list[str]:
     over = sum(1 for t in outcome.trials if t.measured is not None and t.measured.over)
     refused = sum(1 for t in outcome.trials if t.error is not None)
     if over or refused:
-        out.append(f"{over:,} trial(s) overflow, {refused:,} refused by the policy at this budget: "
+        first = next((t.error for t in outcome.trials if t.error is not None), None)
+        why = f" ({first})" if first else ""
+        out.append(f"{over:,} trial(s) overflow, {refused:,} refused by the policy at this limit{why}: "
                    "not on the front, never recommended")
     allowed = outcome.allowed
     if outcome.max_misses is None and allowed is not None:
@@ -82,7 +84,8 @@ def notes(outcome: Outcome, budget_label: str | None) -> list[str]:
     else:
         out.append(f"the oracle's bound at this limit: {outcome.bound.misses:,} recall miss(es)")
     if outcome.recommended is None:
-        out.append("no trial never overflows within the misses allowed: no recommendation "
+        allowed_text = "" if allowed is None else f" with at most {allowed:,} recall miss(es)"
+        out.append(f"no recommendation: no trial stays within the limit{allowed_text} "
                    "(raise --budget or --max-misses, or try another family)")
     out.append(REFETCH_ASSUMPTION)
     return out
@@ -208,7 +211,7 @@ def chart(outcome: Outcome, budget_label: str | None, fmt: str = "png") -> bytes
     front = outcome.front
     best = outcome.recommended
     with plot.style():
-        fig, (ax,) = plot.figure(6.2)
+        fig, (ax,) = plot.figure(7.0)
 
         def xy(i: int) -> tuple[float, float]:
             m = trials[i].measured
@@ -269,7 +272,7 @@ def chart(outcome: Outcome, budget_label: str | None, fmt: str = "png") -> bytes
                                   markeredgecolor="#000000", markeredgewidth=0.8))
             texts.append(f"recommended: trial {t.number}, {t.label}: {_money(t.measured.refetch_cost_usd)}, "
                          f"{t.measured.misses:,} miss(es)")
-        plot.legend_below(fig, handles, texts, 2, fontsize=8.5)
+        plot.legend_below(fig, handles, texts, 1, fontsize=8.5)
         return plot.save(fig, fmt)
 
 
