@@ -40,6 +40,10 @@ class Options:
     provider_rules: bool = True  # the provider drops earlier turns' reasoning as validate models it
     skip_bad_lines: bool = False
     jobs: int | None = None  # worker processes for the runs; None: one per core when the work is big enough
+    loss: bool = False  # meter recall misses and re-fetches (ctxsim.loss) in every run
+    probes: object = None  # ctxsim.loss.probes.ProbeSet checked in every run (loss metering on)
+    loss_settings: tuple[tuple[str, object], ...] = ()  # the verdict's allowance (--max-misses, --miss-margin)
+    include_content: bool = False  # the miss list shows identifiers (redacted) instead of digests
 
 
 def _setup_for(choice: Choice, options: Options) -> tuple[str, Framing | None, Setup]:
@@ -73,10 +77,20 @@ def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Opt
     tasks = _tasks(trace, choices, options, providers)
     requests = sum(s.requests for s in trace.sessions)
     jobs = plan_jobs(options.jobs, len(tasks), requests * len(tasks))
+    index = None
+    if options.loss or options.probes is not None:  # the identifiers of every message: once, before any fork
+        from ctxsim.loss import TraceIndex
+
+        index = TraceIndex().prime(trace.sessions)
 
     def task(i: int) -> tuple[PolicyRun, list[str]]:
         choice, _, replayer = tasks[i]
-        run = replayer.run(choice.policy, progress if jobs == 1 else None)
+        if index is not None:
+            from ctxsim.loss import metered_run
+
+            run = metered_run(replayer, choice.policy, progress if jobs == 1 else None, index, options.probes)
+        else:
+            run = replayer.run(choice.policy, progress if jobs == 1 else None)
         return run, sorted(replayer.pricer.notes)
 
     def done(i: int, result: tuple[PolicyRun, list[str]]) -> None:
@@ -84,7 +98,7 @@ def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Opt
             progress(requests)
 
     heaviest = sorted(range(len(tasks)), key=lambda i: -replay_weight(tasks[i][0].policy))
-    return _result(tasks, run_ordered(task, len(tasks), jobs, done, heaviest), path)
+    return _result(tasks, run_ordered(task, len(tasks), jobs, done, heaviest), path, options=options)
 
 
 _Task = tuple[Choice, "str | None", Replayer]
@@ -121,7 +135,7 @@ def _tasks(trace: Trace, choices: Sequence[Choice], options: Options, providers:
 
 
 def _result(tasks: list[_Task], results: Sequence[tuple[PolicyRun, list[str]]], path: str,
-            recorded: RecordedSum | None = None) -> RunResult:
+            recorded: RecordedSum | None = None, options: Options | None = None) -> RunResult:
     """The run artefact of finished tasks: each run labelled with its choice and set-up, price notes joined.
     `recorded`: the recorded bill added up as the sessions streamed (else it is the replayed trace's)."""
     notes: set[str] = set()
@@ -145,6 +159,10 @@ def _result(tasks: list[_Task], results: Sequence[tuple[PolicyRun, list[str]]], 
         first = tasks[0][2]
         result.manifest["recorded"] = recorded_block(recorded.result(), first.trace, first.pricer)
     add_recorded_gap(result)
+    if options is not None and any(run.loss is not None for run in runs):
+        from ctxsim.loss.verdict import manifest_entry
+
+        result.manifest["loss"] = manifest_entry(options)
     return result
 
 
@@ -223,6 +241,15 @@ def _replay_stream(sessions: SessionStream, path: str, choices: Sequence[Choice]
         replayers = list(dict.fromkeys(replayer for _, _, replayer in tasks))
         counters = list(dict.fromkeys(replayer.sizer.counter for replayer in replayers))
         states = [replayer.start() for _, _, replayer in tasks]
+        meters: list = []
+        if opts.loss or opts.probes is not None:
+            from ctxsim.loss import TraceIndex
+            from ctxsim.loss.meter import LossMeter
+
+            index = TraceIndex()
+            meters = [LossMeter(index, (), opts.probes) for _ in tasks]
+            for state, meter in zip(states, meters, strict=True):
+                state.observers = (meter,)
         first = tasks[0][2].pricer  # the bill's fallback price, as `manifest` takes it (a copy: its own notes)
         bill = RecordedSum(Pricer(first.provider, first.model))
         usage = UsageCount()
@@ -233,6 +260,8 @@ def _replay_stream(sessions: SessionStream, path: str, choices: Sequence[Choice]
             bill.add(session)
             usage.add(session)
             recorded = {id(replayer): replayer.recorded(session) for replayer in replayers}
+            for meter in meters:
+                meter.push(session)
             for (choice, _, replayer), state in zip(tasks, states, strict=True):
                 replayer.run_session(session, recorded[id(replayer)], choice.policy, state, advance)
             del recorded
@@ -240,16 +269,29 @@ def _replay_stream(sessions: SessionStream, path: str, choices: Sequence[Choice]
                 counter.forget()
             for replayer in replayers:
                 replayer.forget()
+            if meters:
+                index.forget(session)
         held.clear()
         results = [(replayer.finish(choice.policy, state), sorted(replayer.pricer.notes))
                    for (choice, _, replayer), state in zip(tasks, states, strict=True)]
-    result = _result(tasks, results, path, bill)
+        if meters:
+            _stream_loss(tasks, results, meters)
+    result = _result(tasks, results, path, bill, options=opts)
     trace = result.manifest["trace"]
     trace["digest"], trace["sessions"], trace["messages"] = sessions.digest, count, messages
     if opts.calibrate and usage.requests >= MIN_REQUESTS:  # may_record_usage said there was none
         raise CtxsimError(f"{path}: internal error: a streamed replay found usage to calibrate on")
     result.manifest["calibration"] = usage.entry() if opts.calibrate else not_calibrated()
     return result
+
+
+def _stream_loss(tasks: list[_Task], results: list[tuple[PolicyRun, list[str]]], meters: list) -> None:
+    """The loss reports of a streamed replay, their re-fetches priced at the primary model (the sessions are gone)."""
+    from ctxsim.loss.refetch import price
+
+    for (_, _, replayer), (run, _), meter in zip(tasks, results, meters, strict=True):
+        run.loss = meter.finish()
+        price(run, replayer)
 
 
 def _chain(held: list[Session], rest: Iterator[Session]) -> Iterator[Session]:

@@ -87,6 +87,17 @@ class RunResult:
                     out[key] = mark(functools.partial(lambda value: value, out[key]))
             return out
 
+        def loss(run: PolicyRun) -> dict[str, Any]:
+            from ctxsim.loss.meter import to_json
+
+            content = bool((self.manifest.get("loss") or {}).get("include_content"))
+            out = to_json(run.loss, run.totals.cost_usd, content)
+            if mark is not None:
+                for key in ("misses", "refetch_list"):
+                    out[key]["values"] = [mark(functools.partial(lambda value: value, column))
+                                          for column in out[key]["values"]]
+            return out
+
         return {
             "schema": SCHEMA,
             "manifest": self.manifest,
@@ -97,6 +108,7 @@ class RunResult:
                     "rows": block(run.rows, Row),
                     "events": block(run.events, EventRecord),
                     **({"composition": composition(run)} if run.composition is not None else {}),
+                    **({"loss": loss(run)} if run.loss is not None else {}),
                 }
                 for run in self.runs
             ],
@@ -161,8 +173,13 @@ class RunResult:
             reserve = data["manifest"]["output_reserve"]
             block = run.get("composition")
             composition = Composition.from_json(block) if block is not None else None
-            runs.append(PolicyRun(run["policy"], rows, events, Totals.of(rows, len(events), window, reserve),
-                                  composition))
+            entry = PolicyRun(run["policy"], rows, events, Totals.of(rows, len(events), window, reserve),
+                              composition)
+            if run.get("loss") is not None:
+                from ctxsim.loss.meter import from_json
+
+                entry.loss = from_json(run["loss"])
+            runs.append(entry)
         return cls(data["manifest"], runs)
 
 

@@ -37,7 +37,9 @@ def test_priority_names_every_compare_column() -> None:
     from ctxsim.reports._compare_table import compare_table
 
     headers = compare_table(replay_trace(TRACE, ["none"])).headers
-    assert set(headers) == set(PRIORITY)
+    assert set(headers) < set(PRIORITY)
+    metered = compare_table(replay_trace(TRACE, ["none"], loss=True)).headers  # the loss columns too
+    assert set(metered) == set(PRIORITY)
 
 
 def test_compare_at_80_columns_fits_and_says_what_it_left_out(monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -84,8 +84,17 @@ def spec_files(specs: list[str] | None) -> list[str]:
 def totals_json(result) -> dict:  # type: ignore[no-untyped-def]
     from ctxsim.recorded import recorded_json
 
+    def run_json(r) -> dict:  # type: ignore[no-untyped-def]
+        out = {"policy": r.policy, "totals": r.totals.to_json()}
+        if getattr(r, "loss", None) is not None:  # ctxsim.loss: the figures, not the miss list
+            from ctxsim.loss.meter import to_json
+
+            loss = to_json(r.loss, r.totals.cost_usd, False)
+            out["loss"] = {k: v for k, v in loss.items() if k not in ("misses", "refetch_list")}
+        return out
+
     return {"manifest": result.manifest,
-            "runs": [{"policy": r.policy, "totals": r.totals.to_json()} for r in result.runs],
+            "runs": [run_json(r) for r in result.runs],
             "recorded": recorded_json(result)}
 
 

@@ -15,6 +15,9 @@ from ctxsim.commands._options import (
     ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt, WindowOpt, options, spec_files, totals_json,
 )
 from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
+from ctxsim.commands._loss_options import (
+    IncludeContentOpt, LossOpt, MaxMissesOpt, MissMarginOpt, ProbeAtOpt, ProbeOpt, ProbesOpt, with_loss,
+)
 from ctxsim.errors import CtxsimError
 
 DEFAULT_POLICIES = ("none,clear,compact,clear+compact,truncate,tiered,mask,recent,zones,scored,hierarchical,"
@@ -57,6 +60,13 @@ def compare(
     max_line_bytes: MaxLineBytesOpt = None,
     max_input_bytes: MaxInputBytesOpt = None,
     max_messages: MaxMessagesOpt = None,
+    loss: LossOpt = True,
+    probe: ProbeOpt = None,
+    probes: ProbesOpt = None,
+    probe_at: ProbeAtOpt = None,
+    max_misses: MaxMissesOpt = None,
+    miss_margin: MissMarginOpt = None,
+    include_content: IncludeContentOpt = False,
 ) -> None:
     """Replay one trace under several policies and compare cost, cache and context side by side."""
     from ctxsim.api import replay_trace
@@ -73,6 +83,7 @@ def compare(
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, jobs)
     set_limits(max_line_bytes, max_input_bytes, max_messages)
+    opts = with_loss(opts, loss, probe, probes, probe_at, max_misses, miss_margin, include_content)
     from ctxsim.sweep import is_corpus
 
     if traces and is_corpus(traces, fmt):  # several traces: the sweep engine, the policies as written
@@ -125,6 +136,10 @@ def compare(
         for line in column_names(result)[1]:
             typer.echo(f"note: {line}")
         typer.echo(f"note: {result.manifest['assumption']}")
+        from ctxsim.reports._loss import terminal_notes
+
+        for line in terminal_notes(result):
+            typer.echo(line)
     for path in written:
         typer.echo(f"wrote {path}", err=True)
 

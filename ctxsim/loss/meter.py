@@ -12,7 +12,9 @@ of a request decided and before the recorded assistant `message` is appended. Fr
 
 At request k, an identifier the recorded assistant message uses is a *miss* when it came earlier
 from a user or tool message, no live item holds it, and it is not in the system prompt or tool
-definitions (`index.SessionIndex.always`). Under `none` nothing is removed, so there is none.
+definitions (`index.SessionIndex.always`); one missed inside another from the same message at the
+same request (`conftest.py` in `tests/conftest.py`) counts once, as the longer. Under `none` nothing
+is removed, so there is none.
 
 Re-fetches (open-loop cannot know what the agent would have done; this bounds it): a miss whose
 source is a tool result costs one re-read of that result; a source is re-read once, and again only
@@ -213,12 +215,16 @@ class LossMeter:
             uses = s.of(message) or ()
             source = self.source
             always = s.always
+            found: list[tuple[str, int]] = []
             for x in uses:
                 if x in live or x in always:
                     continue
                 origin = source.get(x)
-                if origin is None:
-                    continue
+                if origin is not None:
+                    found.append((x, origin))
+            if 1 < len(found) <= 256:  # `conftest.py` inside `tests/conftest.py` from the same message: one miss
+                found = [(x, o) for x, o in found if not any(o == o2 and x != x2 and x in x2 for x2, o2 in found)]
+            for x, origin in found:
                 self._miss(number, x, origin, s)
         if self._probe_state is not None and number in self.probes.at:
             self._probe_state.check(number, self._texts())

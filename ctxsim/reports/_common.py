@@ -152,11 +152,18 @@ def signed_pct(value: Decimal | None) -> str:
 
 # ---------------------------------------------------------------- the verdict's choice
 def winner(result: RunResult) -> int:
-    """Index of the run the verdict names: the cheapest with caching (the first of equals).
+    """Index of the run the verdict names: the cheapest with caching (the first of equals); with loss metered,
+    `loss.verdict.starred` when a run qualifies.
 
     Charts that cannot show every run always show this one (and the baseline).
     """
     runs = result.runs
+    from ctxsim.loss.verdict import starred, weighs_loss
+
+    if weighs_loss(result):  # loss metered: the starred run (the cheapest with re-fetches within the allowance)
+        best = starred(result)
+        if best is not None:
+            return best
     return min(range(len(runs)), key=lambda i: (runs[i].totals.cost_usd, i)) if runs else 0
 
 

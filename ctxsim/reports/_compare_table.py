@@ -16,7 +16,12 @@ def overflows(t: Totals) -> bool:
 
 
 def cheapest(result: RunResult) -> int | None:
-    """Index of the cheapest run (real-gap cost) that never passes the window minus the reserve."""
+    """Index of the starred run: with loss metered, `loss.verdict.starred` (the cheapest with re-fetches within the
+    miss allowance); else the cheapest (real-gap cost) that never passes the window minus the reserve."""
+    from ctxsim.loss.verdict import starred, weighs_loss
+
+    if weighs_loss(result):
+        return starred(result)
     best = None
     for i, run in enumerate(result.runs):
         if overflows(run.totals):
@@ -48,6 +53,11 @@ def compare_table(result: RunResult) -> TableData:
     headers = ["policy", "requests", "input tokens", "peak", "p95", "fresh prefill", "hit rate", "rewrites",
                "cost no cache", "cost cached", "cost real gaps", "vs none", "summarizer", "first overflow",
                "events"]
+    from ctxsim.reports._loss import LOSS_HEADERS, loss_cells, summarizer_cell
+
+    loss = all(run.loss is not None for run in result.runs) and bool(result.runs)
+    if loss:
+        headers[12:12] = LOSS_HEADERS
     rows = []
     for i, (name, run) in enumerate(zip(names, result.runs, strict=True)):
         t = run.totals
@@ -61,16 +71,26 @@ def compare_table(result: RunResult) -> TableData:
             "baseline" if base is t else (change(t.cost_usd, base.cost_usd) if base is not None else "n/a"),
             money(t.summarize_cost_usd) if t.summarize_requests else "-", "never" if first is None else f"request {first:,}", f"{t.events:,}",
         ])
+        if loss:
+            rows[-1][0] = name + (" (bound)" if run.policy["name"] == "oracle" else "") + (" *" if i == best else "")
+            rows[-1][12:12] = loss_cells(run)
+            rows[-1][-3] = summarizer_cell(run)
     row = recorded_row(result)
     if row is not None:
+        if loss:
+            row[12:12] = ["-"] * len(LOSS_HEADERS)
         rows.append(row)
+    if loss:
+        return TableData("policies compared (* = cheapest with re-fetches that never overflows, recall misses within "
+                         "the allowance; costs per the trace's timing)", headers, rows)
     return TableData("policies compared (* = cheapest that never overflows; costs per the trace's timing)",
                      headers, rows)
 
 
 # The columns kept first when the table must fit a narrow terminal (the rest with --wide).
-PRIORITY = ("policy", "cost real gaps", "vs none", "peak", "hit rate", "first overflow", "events", "p95",
-            "input tokens", "fresh prefill", "cost cached", "cost no cache", "rewrites", "requests", "summarizer")
+PRIORITY = ("policy", "cost real gaps", "vs none", "misses", "peak", "hit rate", "first overflow", "events", "p95",
+            "input tokens", "fresh prefill", "cost cached", "cost no cache", "rewrites", "requests", "summarizer",
+            "cost w/ re-fetch", "distinct ids", "miss tokens", "re-fetches")
 
 
 def fit(table: TableData, width: int, border: int = 2) -> tuple[TableData, list[str]]:

@@ -8,6 +8,7 @@ fields, so the same run gives the same CSV bytes.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from dataclasses import fields
 from typing import Any
 
@@ -16,7 +17,8 @@ from ctxsim.meter import MONEY_FIELDS, EventRecord, Row
 from ctxsim.run import RunResult
 from ctxsim.reports._common import labels
 
-MONEY = (*MONEY_FIELDS, "summarize_cost_usd", "own_cost_usd")  # a row's, and the run total of summarizer calls
+MONEY = (*MONEY_FIELDS, "summarize_cost_usd", "own_cost_usd",  # a row's, and the run total of summarizer calls
+         "refetch_cost_usd", "cost_with_refetch_usd")  # loss metered (ctxsim.loss): re-fetches priced
 NULLABLE_INT = ("recorded_input_tokens", "recorded_cache_read_tokens")
 
 
@@ -64,6 +66,15 @@ def runs_frame(result: RunResult) -> Any:
                 record[name] = getattr(run.totals, name)
             else:
                 record[name] = value
+        if run.loss is not None:
+            from ctxsim.loss.verdict import cost_with_refetch
+
+            loss = run.loss
+            record.update(recall_misses=loss.recall_misses, distinct_identifiers=loss.distinct_identifiers,
+                          miss_source_tokens=loss.miss_source_tokens, refetches=len(loss.refetches),
+                          refetch_tokens=sum(f.tokens for f in loss.refetches),
+                          refetch_cost_usd=loss.refetch_cost_usd if loss.refetch_cost_usd is not None else Decimal(0),
+                          cost_with_refetch_usd=cost_with_refetch(run), probes_lost=loss.probes_lost)
         record.update(common)
         records.append(record)
     integers = {name for record in records for name, value in record.items()

@@ -70,6 +70,9 @@ def verdict(result: RunResult, names: Sequence[str]) -> str:
                        f" and {against} replayed")
         text = (f"{code(names[best_i])} is the cheapest at {money(best.cost_usd)}, against {against}; peak context "
                 f"{best.peak_context_tokens:,} against {t0.peak_context_tokens:,} tokens.")
+    from ctxsim.reports._loss import markdown_verdict
+
+    text = markdown_verdict(result, names, best_i) or text
     over = [(i, overflows(run, result)) for i, run in enumerate(runs)]
     past_window = [(names[i] + (" (the cheapest)" if i == best_i and len(runs) > 1 else ""), r)
                    for i, r in over if r is not None]
@@ -106,7 +109,10 @@ MAIN_COLUMNS = ("policy", "cost (cached)", "vs {base}", "hit rate", "peak contex
 def main_table(result: RunResult, names: Sequence[str]) -> list[str]:
     """The at-a-glance table: six columns, fits a PR comment (860 px); the rest is in `comparison`."""
     base = result.runs[0].totals
-    head = [h.format(base=code(names[0])) for h in MAIN_COLUMNS]
+    from ctxsim.loss.verdict import weighs_loss
+
+    loss = weighs_loss(result)
+    head = [h.format(base=code(names[0])) for h in MAIN_COLUMNS] + (["recall misses"] if loss else [])
     lines = ["| " + " | ".join(head) + " |", "|:--|" + "--:|" * (len(head) - 1)]
     best_i = winner(result)
     for i, run in enumerate(result.runs):
@@ -119,6 +125,8 @@ def main_table(result: RunResult, names: Sequence[str]) -> list[str]:
         cells = [name, money(t.cost_usd), "—" if i == 0 else signed_pct(change(base.cost_usd, t.cost_usd)),
                  pct(t.hit_rate), f"{flag}{t.peak_context_tokens:,}{share}",
                  "never" if first is None else f"request {first:,}"]
+        if loss:
+            cells.append(f"{run.loss.recall_misses:,}" + (" (bound)" if run.policy["name"] == "oracle" else ""))
         lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
     rec = recorded_of_result(result)
     if rec is not None:
@@ -128,8 +136,9 @@ def main_table(result: RunResult, names: Sequence[str]) -> list[str]:
         peak = f"{rec.peak_context_tokens:,}" if rec.peak_context_tokens is not None else "—"
         cells = ["recorded (billed)", money(rec.cost_usd),
                  signed_pct(change(none.totals.cost_usd, rec.cost_usd)) if none is not None else "—", hit, peak, "—"]
-        lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
-    notes = ["★ the cheapest"] if len(result.runs) > 1 else []
+        lines.append("| " + " | ".join(cell(c) for c in cells + (["—"] if loss else [])) + " |")
+    star = "★ the cheapest with re-fetches within the recall-miss allowance" if loss else "★ the cheapest"
+    notes = [star] if len(result.runs) > 1 else []
     if any(overflows(run, result) is not None for run in result.runs):
         notes.append("⚠️ passes the window: that session could not have happened as replayed")
     if notes:
@@ -217,6 +226,9 @@ def assumptions(result: RunResult) -> str:
         parts.append(calibration.removesuffix("; --no-calibrate replays raw"))
     if m.get("seed") is not None:
         parts.append(f"seed {m['seed']}")
+    from ctxsim.reports._loss import notes as loss_notes
+
+    parts.extend(loss_notes(result))
     notes = [str(n) for n in m.get("price_notes") or []]
     line = "<sub>**Assumptions:** " + " · ".join(cell(p) for p in parts) + "</sub>"
     if notes:
@@ -335,6 +347,9 @@ def build(result: RunResult, options: Options, per_policy: int | None, worst: in
     lines += ["", "<details><summary>Every column: no-cache cost, p95 context, events, rewrites</summary>", ""]
     lines += comparison(result, names)
     lines += ["", "</details>"]
+    from ctxsim.reports._loss import markdown_section
+
+    lines += markdown_section(result, names, code, cell, 10 if per_policy is None else 3)
     lines += ["", assumptions(result)]
     events, cut = events_section(result, names, per_policy)
     lines += events

@@ -1,10 +1,14 @@
 """Chart: policy comparison, cost against loss, with the Pareto front highlighted.
 
-Loss is what a policy risks by removing context: recall misses when the run
-has them (`totals.recall_misses`), else probes lost (`totals.probes_lost`),
-else, until those are measured, peak context as a stand-in (lower is safer
-against overflow, and says nothing about what was lost). A policy is on the
-front when no other policy is at least as good on both axes and better on one.
+Loss is what a policy removed that the agent later needed: recall misses when
+every run was loss-metered (`run.loss`, ctxsim.loss), and then the cost axis is
+the cost with re-fetches (the open-loop cost plus re-reading what was missed);
+else probes lost; else, for an artefact written before loss metering, peak
+context as a stand-in (lower is safer against overflow, and says nothing about
+what was lost). The oracle is drawn as the bound (a diamond), never starred;
+each point says whether its summaries are an LLM's (paid) or extractive (free).
+A policy is on the front when no other policy is at least as good on both axes
+and better on one.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ STAND_IN = ("peak_context_tokens", "peak context (tokens): stand-in for loss unt
 
 
 def loss_metric(result: RunResult) -> tuple[str, str, Callable[[PolicyRun], float]]:
+    if result.runs and all(getattr(run, "loss", None) is not None for run in result.runs):
+        return "recall_misses", LOSSES[0][1], lambda run: float(run.loss.recall_misses)
     for key, text in LOSSES:
         if result.runs and all(getattr(run.totals, key, None) is not None for run in result.runs):
             return key, text, lambda run, key=key: float(getattr(run.totals, key))
@@ -76,7 +82,11 @@ def draw(result: RunResult, fmt: str) -> bytes:
 
     key, axis_label, loss = loss_metric(result)
     names = labels(result)
-    points = [(loss(run), run.totals.cost_usd) for run in result.runs]
+    from ctxsim.loss.verdict import cost_with_refetch, is_oracle
+    from ctxsim.reports._loss import summarizers, summarized
+
+    metered = key == "recall_misses" and all(run.loss is not None for run in result.runs)
+    points = [(loss(run), cost_with_refetch(run) if metered else run.totals.cost_usd) for run in result.runs]
     front = pareto_front(points)
     counts = key != STAND_IN[0]
     groups = plot.merge_identical(names, points)  # runs at the same point: one point, one number
@@ -93,16 +103,23 @@ def draw(result: RunResult, fmt: str) -> bytes:
         for g, (members, name) in enumerate(groups):
             x, y = points[members[0]]
             on = members[0] in front
-            star = best in members and len(result.runs) > 1
-            ax.scatter([x], [float(y)], s=150 if star else (110 if on else 80), marker="*" if star else "o",
+            star = best in members and len(result.runs) > 1 and not is_oracle(result.runs[best])
+            bound = any(is_oracle(result.runs[m]) for m in members)
+            shape = "*" if star else ("D" if bound else "o")
+            ax.scatter([x], [float(y)], s=150 if star else (110 if on else 80), marker=shape,
                        zorder=3, linewidths=2 if not star else 1, color=colours[g] if on else "#ffffff",
                        edgecolors=colours[g] if not star else "#000000")
-            handles.append(Line2D([], [], marker="*" if star else "o", linestyle="none", markersize=11 if star else 9,
+            handles.append(Line2D([], [], marker=shape, linestyle="none", markersize=11 if star else 9,
                                   markeredgewidth=1 if star else 2, markerfacecolor=colours[g] if on else "#ffffff",
                                   markeredgecolor="#000000" if star else colours[g]))
             value = f"{x:,.0f}" if counts or x != int(x) else f"{int(x):,}"
-            texts.append(f"{g + 1}  {short(name, 64)}: {money(y)}, {key.replace('_', ' ')} {value}"
-                         + ("  (on the Pareto front)" if on else "") + ("  ★ cheapest" if star else ""))
+            run = result.runs[members[0]]
+            kinds = summarizers(run.policy) if summarized(run) else set()
+            summary = ("  [LLM summary, paid]" if "llm" in kinds else
+                       "  [extractive summary, free]" if "extractive" in kinds else "")
+            texts.append(f"{g + 1}  {short(name, 64)}: {money(y)}, {key.replace('_', ' ')} {value}" + summary
+                         + ("  (on the Pareto front)" if on else "") + ("  (the bound)" if bound else "")
+                         + (("  ★ starred" if metered else "  ★ cheapest") if star else ""))
         handles.append(Line2D([], [], color="#888888", linewidth=5, alpha=0.35))
         texts.append("Pareto front: filled points; hollow points are beaten on both axes")
         xmax = max((p[0] for p in points), default=1) or 1
@@ -110,7 +127,7 @@ def draw(result: RunResult, fmt: str) -> bytes:
         ax.set_xlim(0, xmax * 1.3)
         ax.set_ylim(0, ymax * 1.2)
         ax.set_xlabel(axis_label + "  →  worse")
-        ax.set_ylabel("cost with caching (USD)  →  worse")
+        ax.set_ylabel(("cost with re-fetches (USD)" if metered else "cost with caching (USD)") + "  →  worse")
         plot.thousands(ax.xaxis)
         plot.dollars(ax.yaxis)
         plot.titles(fig, "Policy comparison: cost against loss", result)
