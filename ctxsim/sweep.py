@@ -472,8 +472,8 @@ def _run_task(task: TraceTask) -> list[str]:
 
 
 def _metered(trace: Any, path: str, choices: Sequence[Any], opts: Any) -> tuple[Any, list[dict[str, dict[str, Any]]]]:
-    """`api.replay_choices` in this process, each run loss-metered (one identifier index for the trace's
-    cells); the run artefact and each run's loss columns per session (LOSS_METERS)."""
+    """`api.replay_choices` in this process, each run loss-metered unless `opts.loss` is off (one identifier
+    index for the trace's cells); the run artefact and each run's loss columns per session (LOSS_METERS)."""
     from ctxsim._support.collector import gc_paused
     from ctxsim._support.parallel import at_most
     from ctxsim.api import _result, _tasks
@@ -481,11 +481,11 @@ def _metered(trace: Any, path: str, choices: Sequence[Any], opts: Any) -> tuple[
 
     with gc_paused(), at_most(1):
         tasks = _tasks(trace, choices, opts, ())
-        index = TraceIndex().prime(trace.sessions)
+        index = TraceIndex().prime(trace.sessions) if opts.loss else None
         runs = []
         losses: list[dict[str, dict[str, Any]]] = []
         for choice, _, replayer in tasks:
-            run = metered_run(replayer, choice.policy, index=index)
+            run = metered_run(replayer, choice.policy, index=index) if opts.loss else replayer.run(choice.policy)
             runs.append((run, sorted(replayer.pricer.notes)))
             columns: dict[str, dict[str, Any]] = {}
             for meter in LOSS_METERS:

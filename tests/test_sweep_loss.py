@@ -153,3 +153,10 @@ def test_cells_swept_before_the_loss_columns_are_run_again(corpus: Path) -> None
         assert cell_id("sha256:x", entry, AS_WRITTEN, {"a": 1}, "prices") != key
     finally:
         sweep.LOSS_SCHEMA = old
+
+
+def test_no_loss_leaves_the_columns_out(corpus: Path) -> None:
+    data = json.loads(_sweep(str(corpus), "--policies", "clear", "--budgets", BUDGET, "--json", "-j", "1",
+                             "--no-loss"))
+    assert not any(key.startswith("loss_") for key in data["policies"][0])
+    assert data["manifest"]["loss"]["columns"] == []

@@ -40,6 +40,11 @@ zones: window; oracle (the bound): budget. Policies with none of these (none, tr
 notes, clear_thinking) run once, budget `-`. The replay window itself is not changed: "over window"
 counts sessions whose context passed the real window minus --reserve.
 
+Every cell is loss-metered (--no-loss: not): recall misses (identifiers a recorded answer uses that
+an earlier user or tool message held and the policy's context no longer holds), distinct
+identifiers missed, re-fetches (misses whose source was a tool result, re-read once) and the cost
+with re-fetches, per session and summed per policy.
+
 With -o DIR: DIR/manifest.json (version, policies and their effective parameters, budgets, price
 data, inputs with digests), DIR/summary.csv, DIR/sessions.csv and the Parquet dataset
 DIR/cells/trace=ID/PART.parquet (per-request rows, partitioned by trace). Running again into the
@@ -273,6 +278,9 @@ def sweep(
              "LocalCluster of worker processes. Needs the dask extra; traces and -o must be on paths the "
              "workers see.")] = None,
     per_session: Annotated[bool, typer.Option("--per-session", help="Also a table per session.")] = False,
+    loss: Annotated[bool, typer.Option(
+        "--loss/--no-loss", help="Meter recall misses and their re-fetch cost in every cell (the loss columns).")]
+    = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the tables as JSON.")] = False,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
@@ -292,6 +300,9 @@ def sweep(
         raise CtxsimError(f"--jobs must be at least 1, got {jobs}")
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, 1)
+    import dataclasses
+
+    opts = dataclasses.replace(opts, loss=loss)
     report = run_sweep(traces, split_list(policies), budgets, opts, fmt, output, jobs, cluster)
     emit(report, per_session, as_json)
     if output is not None:

@@ -146,7 +146,7 @@ def default_rules() -> tuple[Holds, Callable[[Session], dict[int, frozenset[str]
     return holds, needs_of
 
 
-_INDEXES: dict[int, tuple[Session, Any]] = {}  # the last sessions' identifier indexes: oracle runs share them
+_INDEXES: dict[int, tuple[Session, Any]] = {}  # the last few sessions' identifier indexes: oracle runs share them
 
 
 def session_index(session: Session) -> Any:
@@ -156,7 +156,7 @@ def session_index(session: Session) -> Any:
     hit = _INDEXES.get(id(session))
     if hit is not None and hit[0] is session:
         return hit[1]
-    if len(_INDEXES) >= 64:
+    if len(_INDEXES) >= 4:  # a few sessions: memory stays bounded by the largest ones
         _INDEXES.clear()
     index = SessionIndex.build(session)
     _INDEXES[id(session)] = (session, index)
