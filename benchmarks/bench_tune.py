@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def timed(args: list[str]) -> tuple[float, str]:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "ctxsim.cli", *args], capture_output=True, text=True, check=False)
+    done = subprocess.run([sys.executable, "-c", "from ctxsim.cli import main; main()", *args], capture_output=True,
+                          text=True, check=False)
     took = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"ctxsim {' '.join(args)} failed: {done.stderr.strip()}")

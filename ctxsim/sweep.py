@@ -482,6 +482,10 @@ def _metered(trace: Any, path: str, choices: Sequence[Any], opts: Any) -> tuple[
     with gc_paused(), at_most(1):
         tasks = _tasks(trace, choices, opts, ())
         index = TraceIndex().prime(trace.sessions) if opts.loss else None
+        if index is not None:
+            from ctxsim.policies.oracle import share
+
+            share(index)  # an oracle cell reads the same index
         runs = []
         losses: list[dict[str, dict[str, Any]]] = []
         for choice, _, replayer in tasks:

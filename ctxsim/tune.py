@@ -147,8 +147,11 @@ def loss_index(trace: Any) -> Any:
     """The loss meter's identifier index of `trace`, built once and shared by every run on it (forked
     workers inherit it)."""
     from ctxsim.loss import TraceIndex
+    from ctxsim.policies.oracle import share
 
-    return TraceIndex().prime(trace.sessions)
+    index = TraceIndex().prime(trace.sessions)
+    share(index)  # the oracle reads the same index
+    return index
 
 
 def measure(target: Target, policy: Any, progress: Callable[[int], None] | None = None) -> Measured:

@@ -44,6 +44,7 @@ none: the window. The sweep and `ctxsim tune` set it as they set other policies'
 
 from __future__ import annotations
 
+import weakref
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -136,23 +137,38 @@ class Foresight:
         return max(0, end - start)
 
 
-def default_rules() -> tuple[Holds, Callable[[Session], dict[int, frozenset[str]]]]:
-    """The loss meter's rules (ctxsim.loss): what a message holds, what each request needs."""
+def default_rules(session: Session | None = None) -> tuple[Holds, Callable[[Session], dict[int, frozenset[str]]]]:
+    """The loss meter's rules (ctxsim.loss): what a message holds, what each request needs. With `session`,
+    its recorded messages' identifiers come from its index (worked out once), others are extracted."""
     from ctxsim.loss.identifiers import message_identifiers
 
+    index = session_index(session) if session is not None else None
+
     def holds(message: Message) -> frozenset[str]:
-        return frozenset(message_identifiers(message))
+        known = index.of(message) if index is not None else None
+        return frozenset(message_identifiers(message) if known is None else known)
 
     return holds, needs_of
 
 
 _INDEXES: dict[int, tuple[Session, Any]] = {}  # the last few sessions' identifier indexes: oracle runs share them
+_SHARED: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()  # indexes callers hold (share)
+
+
+def share(index: Any) -> None:
+    """Use the sessions' indexes of `index` (a ctxsim.loss.TraceIndex the caller built for the loss meter)
+    instead of building them again: kept only while the caller keeps `index`."""
+    for entry in index.sessions.values():
+        _SHARED[id(entry.session)] = entry
 
 
 def session_index(session: Session) -> Any:
     """The loss meter's index of `session` (ctxsim.loss.index.SessionIndex), built once per session."""
     from ctxsim.loss.index import SessionIndex
 
+    shared = _SHARED.get(id(session))
+    if shared is not None and shared.session is session:
+        return shared
     hit = _INDEXES.get(id(session))
     if hit is not None and hit[0] is session:
         return hit[1]
@@ -207,6 +223,7 @@ class OraclePolicy:
     def __init__(self, params: OracleParams,
                  rules: tuple[Holds, Callable[[Session], dict[int, frozenset[str]]]] | None = None) -> None:
         self.params = params
+        self._given = rules  # rules given (tests); else the loss meter's, per session
         self._rules = rules
         self._sight: Foresight | None = None
         self._request = 0  # requests of this session decided so far
@@ -214,9 +231,9 @@ class OraclePolicy:
 
     # ------------------------------------------------------------ what the engine tells it
     def foresee(self, session: Session) -> None:
-        if self._rules is None:
-            self._rules = default_rules()
-        holds, needs = self._rules
+        if self._given is None:
+            self._rules = default_rules(session)
+        holds, needs = self._rules  # type: ignore[misc]
         self._sight = Foresight.of(session, holds, needs)
         self._request = 0
         self._holds = {}
