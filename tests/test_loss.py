@@ -41,8 +41,8 @@ def run_of(trace: Trace, spec: str, probes: ProbeSet | None = None):  # type: ig
 
 
 def misses(run) -> list[tuple]:  # type: ignore[no-untyped-def]
-    return [(m.request, m.identifier, m.source, m.role, m.tool, m.removed.request, m.removed.kind)
-            for m in run.loss.misses]
+    return sorted((m.request, m.identifier, m.source, m.role, m.tool, m.removed.request, m.removed.kind)
+                  for m in run.loss.misses)
 
 
 # ---------------------------------------------------------------- extraction

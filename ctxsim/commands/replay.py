@@ -14,6 +14,7 @@ from ctxsim.commands._options import (
     ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, spec_files, totals_json,
 )
 from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
+from ctxsim.commands._loss_options import IncludeContentOpt, ProbeAtOpt, ProbeOpt, ProbesOpt, with_loss
 
 
 @app.command()
@@ -42,6 +43,13 @@ def replay(
     max_line_bytes: MaxLineBytesOpt = None,
     max_input_bytes: MaxInputBytesOpt = None,
     max_messages: MaxMessagesOpt = None,
+    loss: Annotated[bool, typer.Option(
+        "--loss/--no-loss", help="Meter recall misses (identifiers a later answer uses that the policy removed) and "
+                                 "their re-fetch cost (off by default here; on in compare).")] = False,
+    probe: ProbeOpt = None,
+    probes: ProbesOpt = None,
+    probe_at: ProbeAtOpt = None,
+    include_content: IncludeContentOpt = False,
 ) -> None:
     """Replay a trace request by request under one or more policies and meter every request."""
     from ctxsim.api import replay_trace
@@ -57,6 +65,7 @@ def replay(
     if not specs:
         fail(f"--policy {','.join(policy or [])!r} names no policy to replay (e.g. --policy clear)")
     set_limits(max_line_bytes, max_input_bytes, max_messages)
+    opts = with_loss(opts, loss, probe, probes, probe_at, include_content=include_content)
     source = trace or default_trace()
     if output is not None:  # refused before the work, not after it
         from ctxsim._support.fileio import check_output

@@ -31,92 +31,148 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-FILE_EXTENSIONS = (
-    "py pyi ipynb js jsx ts tsx mjs cjs json jsonl toml yaml yml md rst txt cfg ini conf sh bash zsh c h cc "
-    "cpp hpp cxx go rs java kt kts rb php cs swift scala sql html htm css scss vue svelte lock xml csv tsv log "
-    "env proto gradle mk cmake dockerfile tf lua pl r jl ex exs erl hs ml dart zig nim sol"
-).split()
+FILE_EXTENSIONS = ["py", "pyi", "ipynb", "js", "jsx", "ts", "tsx", "mjs", "cjs", "json", "jsonl", "toml", "yaml", "yml", "md", "rst", "txt", "cfg", "ini", "conf", "sh", "bash", "zsh", "c", "h", "cc", "cpp", "hpp", "cxx", "go", "rs", "java", "kt", "kts", "rb", "php", "cs", "swift", "scala", "sql", "html", "htm", "css", "scss", "vue", "svelte", "lock", "xml", "csv", "tsv", "log", "env", "proto", "gradle", "mk", "cmake", "dockerfile", "tf", "lua", "pl", "r", "jl", "ex", "exs", "erl", "hs", "ml", "dart", "zig", "nim", "sol"]
 
-STOPLIST = frozenset("""
-self cls None True False none true false null nil undefined NaN this super args kwargs
-e.g i.e etc vs a.m p.m __init__ __main__ __name__ __file__ __dict__ __class__ __repr__ __str__
-print( len( str( int( dict( list( set( range( type( isinstance( open( main( test( run( get( set(
-http:// https:// localhost http://localhost https://localhost www utf-8 utf8 UTF-8 ascii
-""".split())
+STOPLIST = frozenset(["self", "cls", "None", "True", "False", "none", "true", "false", "null", "nil", "undefined", "NaN", "this", "super", "args", "kwargs", "e.g", "i.e", "etc", "vs", "a.m", "p.m", "__init__", "__main__", "__name__", "__file__", "__dict__", "__class__", "__repr__", "__str__", "print(", "len(", "str(", "int(", "dict(", "list(", "set(", "range(", "type(", "isinstance(", "open(", "main(", "test(", "run(", "get(", "set(", "http://", "https://", "localhost", "http://localhost", "https://localhost", "www", "utf-8", "utf8", "UTF-8", "ascii"])
 
 _URL = re.compile(r"https?://[^\s\"'<>`()\[\]{}]+")
-_PATH = re.compile(r"(?<![\w/.:-])(?:\.{1,2}/|/|~/)?(?:[\w@+-][\w.@+-]*/)+[\w@+-][\w.@+-]*")
-_FILE = re.compile(r"(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:" + "|".join(FILE_EXTENSIONS) + r")(?![\w])",
-                   re.IGNORECASE)
 _ERROR = re.compile(r"^[ \t]*((?:[\w.]*(?:Error|Exception|Warning|Failure)|error|ERROR|FAILED|FAIL|panic|fatal)"
                     r"\b[^\n]*)$", re.MULTILINE)
-_UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
-_HASH = re.compile(r"\b[0-9a-f]{7,64}\b")
-_TICKET = re.compile(r"\b[A-Z][A-Z0-9]+-\d+\b|(?<![\w&])#\d{2,}\b")
-_NUMBER = re.compile(r"(?<![\w.#-])\d[\d,_]*(?:\.\d+)?(?![\w])")
+_ERROR_WORDS = ("Error", "Exception", "Warning", "Failure", "error", "ERROR", "FAIL", "panic", "fatal")
+# Every other rule is one of a token's: a run of the characters paths, names, numbers and ids are made of
+# (a `(` right after it marks a call). Tokens repeat across a trace: each distinct one is classified once.
+_TOKEN = re.compile(r"[\w./@+~#-]+\(?")
+_GROUPED = re.compile(r"(?<![\d,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])")  # 12,000 (a comma ends a token)
+_PATH = re.compile(r"(?:\.{1,2}/|/|~/)?(?:[\w@+-][\w.@+-]*/)+[\w@+-][\w.@+-]*")
+_FILE = re.compile(r"[\w-]+(?:\.[\w-]+)*\.(?:" + "|".join(FILE_EXTENSIONS) + r")", re.IGNORECASE)
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_HASH = re.compile(r"[0-9a-f]{7,64}")
+_TICKET = re.compile(r"[A-Z][A-Z0-9]+-\d+|#\d{2,}")
+_NUMBER = re.compile(r"\d[\d_]*(?:\.\d+)?")
 _NAME = re.compile(
-    r"(?<![\w.])(?:"
     r"_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*"  # snake_case, CONSTANT_CASE
     r"|__[A-Za-z0-9]+__"  # dunder
     r"|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+"  # camelCase
     r"|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+"  # PascalCase of two parts or more
     r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"  # dotted
-    r")(?![\w])"
 )
-_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w{2,})\(")
-_QUOTED = re.compile(r"\"([^\"\n]{2,80})\"|(?<![\w'])'([^'\n]{2,80})'(?![\w'])|`([^`\n]{2,80})`")
+_IDENT = re.compile(r"[A-Za-z_]\w{2,}")
+_QUOTES = (re.compile(r"\"([^\"\n]{2,80})\""), re.compile(r"'([^'\n]{2,80})'(?![\w'])"),
+           re.compile(r"`([^`\n]{2,80})`"))
 _TRAIL = ".,;:!?'\")]}>"
 _WORD = re.compile(r"[a-z]{1,6}")
+_MEMO: dict[str, tuple[str, ...]] = {}  # chunk -> its identifiers (a chunk's are the same wherever it is)
+_QUOTED_MEMO: dict[str, str] = {}  # the inside of a quote -> the identifier it is ("" for none)
 
 
 def _common(text: str) -> bool:
     return len(text) < 3 or text in STOPLIST
 
 
+def _number(value: str) -> str | None:
+    value = value.replace(",", "").replace("_", "")
+    digits = sum(c.isdigit() for c in value)
+    return value if digits >= 3 and value.strip("0.") and not value.endswith(".") else None
+
+
+def _classify(token: str) -> tuple[str, ...]:
+    """The identifiers one token holds (rule order: path, file, uuid, hash, ticket, number, name, call)."""
+    out: list[str] = []
+    call = token.endswith("(")
+    value = token[:-1] if call else token
+    value = value.rstrip(_TRAIL).lstrip("-~#+@.") if not value.startswith(("./", "../", "~/", "#")) else \
+        value.rstrip(_TRAIL)
+    if not value or _common(value):
+        return ()
+    if "/" in value:
+        if "//" not in value and _PATH.fullmatch(value) and value.strip("/"):
+            out.append(value)
+            base = value.rsplit("/", 1)[1]
+            if _FILE.fullmatch(base) and not _common(base):
+                out.append(base)
+        return tuple(out)
+    if _FILE.fullmatch(value):
+        out.append(value)
+    if _UUID.fullmatch(value):
+        out.append(value.lower())
+    elif _HASH.fullmatch(value) and not value.isdigit() and not value.isalpha():
+        out.append(value)
+    if _TICKET.fullmatch(value):
+        out.append(value)
+    elif _NUMBER.fullmatch(value):
+        number = _number(value)
+        if number:
+            out.append(number)
+    elif _NAME.fullmatch(value) and value not in out:
+        out.append(value)
+    if call and _IDENT.fullmatch(value) and not _common(value + "(") and value not in out:
+        out.append(value)
+    return tuple(out)
+
+
+def _chunk(chunk: str) -> tuple[str, ...]:
+    """The identifiers of the tokens of one white-space-free piece of text."""
+    tokens = _TOKEN.findall(chunk)
+    if len(tokens) == 1 and "," not in chunk:
+        return _classify(tokens[0])
+    out: dict[str, None] = {}
+    for token in tokens:
+        for x in _classify(token):
+            out[x] = None
+    if "," in chunk:  # 12,000: the comma ends a token, so the grouped number is read from the chunk
+        for m in _GROUPED.finditer(chunk):
+            number = _number(m.group())
+            if number:
+                out[number] = None
+    return tuple(out)
+
+
 def extract(text: str) -> tuple[str, ...]:
-    """The identifiers in `text`, each once, in order of first appearance (rule order within a rule's matches)."""
+    """The identifiers in `text`, each once, in order: URLs, error lines, then the tokens' (paths, file names,
+    hashes, ids, numbers, names, calls) in order of first appearance, then quoted strings."""
     if not text:
         return ()
     out: dict[str, None] = {}
     add = out.setdefault
-    for m in _URL.finditer(text):
-        value = m.group().rstrip(_TRAIL)
-        if not _common(value):
-            add(value)
-    for pattern in (_PATH, _FILE):
-        for m in pattern.finditer(text):
+    if "://" in text:
+        for m in _URL.finditer(text):
             value = m.group().rstrip(_TRAIL)
-            if value.count("/") == len(value) or _common(value) or "//" in value:
-                continue
-            add(value)
-    for m in _ERROR.finditer(text):
-        add(m.group(1).strip()[:160])
-    for m in _UUID.finditer(text):
-        add(m.group().lower())
-    for m in _HASH.finditer(text):
-        value = m.group()
-        if not value.isdigit() and not value.isalpha():
-            add(value)
-    for m in _TICKET.finditer(text):
-        add(m.group())
-    for m in _NUMBER.finditer(text):
-        value = m.group().replace(",", "").replace("_", "")
-        digits = sum(c.isdigit() for c in value)
-        if digits >= 3 and value.strip("0.") and not value.endswith("."):
-            add(value)
-    for m in _NAME.finditer(text):
-        value = m.group()
-        if not _common(value):
-            add(value)
-    for m in _CALL.finditer(text):
-        value = m.group(1)
-        if not _common(value + "("):
-            add(value)
-    for m in _QUOTED.finditer(text):
-        value = (m.group(1) or m.group(2) or m.group(3) or "").strip()
-        if _common(value) or _WORD.fullmatch(value):
+            if not _common(value):
+                add(value)
+    if any(word in text for word in _ERROR_WORDS):
+        for line in text.splitlines():
+            head = line[:80].split(None, 1)
+            if head and any(word in head[0] for word in _ERROR_WORDS):
+                found = _ERROR.match(line)
+                if found:
+                    add(found.group(1).strip()[:160])
+    memo = _MEMO
+    if len(memo) > 1_000_000:
+        memo.clear()
+    for chunk in dict.fromkeys(text.split()):  # no token spans white space: each distinct chunk's tokens, once
+        ids = memo.get(chunk)
+        if ids is None:
+            ids = memo[chunk] = _chunk(chunk)
+        for x in ids:
+            add(x)
+    quoted = _QUOTED_MEMO
+    if len(quoted) > 1_000_000:
+        quoted.clear()
+    for n, pattern in enumerate(_QUOTES):
+        if pattern.pattern[0] not in text:
             continue
-        add(value)
+        if n == 1:  # a single quote after a letter is an apostrophe, not a quote
+            values = [m.group(1) for m in pattern.finditer(text)
+                      if not m.start() or not (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_'")]
+        else:
+            values = pattern.findall(text)
+        for raw in dict.fromkeys(values):
+            known = quoted.get(raw)
+            if known is None:
+                inside = raw.strip()
+                known = quoted[raw] = "" if _common(inside) or _WORD.fullmatch(inside) else inside
+            if known:
+                add(known)
     return tuple(out)
 
 
@@ -152,4 +208,4 @@ def message_identifiers(message: Any) -> tuple[str, ...]:
     return extract("\n".join(parts))
 
 
-__all__ = ["extract", "message_identifiers", "STOPLIST", "FILE_EXTENSIONS"]
+__all__ = ["FILE_EXTENSIONS", "STOPLIST", "extract", "message_identifiers"]

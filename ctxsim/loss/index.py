@@ -27,8 +27,18 @@ class SessionIndex:
     always: frozenset[str]  # in the system prompt or the tool definitions: never removed
 
     @classmethod
-    def build(cls, session: Session) -> SessionIndex:
-        ids = [message_identifiers(m) for m in session.messages]
+    def build(cls, session: Session, memo: dict[str, tuple[str, ...]] | None = None) -> SessionIndex:
+        """`memo`: identifiers of message texts already extracted (a text repeated is extracted once)."""
+        memo = {} if memo is None else memo
+        ids = []
+        for m in session.messages:
+            if m.tool_calls or not m.content:
+                ids.append(message_identifiers(m))
+                continue
+            found = memo.get(m.content)
+            if found is None:
+                found = memo[m.content] = message_identifiers(m)
+            ids.append(found)
         head = [session.system or ""]
         if session.tools:
             head.append(json.dumps(list(session.tools), sort_keys=True, default=str))
@@ -46,11 +56,14 @@ class TraceIndex:
     """One per trace (or stream of sessions); `of` builds a session's index on first use."""
 
     sessions: dict[int, SessionIndex] = field(default_factory=dict)
+    texts: dict[str, tuple[str, ...]] = field(default_factory=dict)  # across sessions: a text repeated, once
 
     def of(self, session: Session) -> SessionIndex:
         index = self.sessions.get(id(session))
         if index is None or index.session is not session:
-            index = self.sessions[id(session)] = SessionIndex.build(session)
+            if len(self.texts) > 100_000:
+                self.texts.clear()
+            index = self.sessions[id(session)] = SessionIndex.build(session, self.texts)
         return index
 
     def prime(self, sessions: Sequence[Session]) -> TraceIndex:
@@ -62,4 +75,4 @@ class TraceIndex:
         self.sessions.pop(id(session), None)
 
 
-__all__ = ["SessionIndex", "TraceIndex", "SOURCE_ROLES"]
+__all__ = ["SOURCE_ROLES", "SessionIndex", "TraceIndex"]

@@ -6,7 +6,8 @@ of a request decided and before the recorded assistant `message` is appended. Fr
 (no rescanning of the history) it keeps, per session:
 
 - `live[x]`: how many live items hold identifier x (a stub, a truncation or a summary that still
-  holds it counts: the identifiers of text a policy wrote are extracted when it appears);
+  holds it counts: the identifiers of text a policy wrote are extracted when it appears; a long
+  copy of a recorded message, e.g. a truncation, holds those of the original it still contains);
 - `source[x]`: the latest user or tool message (its session index) whose recorded text held x;
 - `gone[x]`: the edit (request, stage, event kind) whose splice took x's live count to zero.
 
@@ -25,15 +26,19 @@ the identifiers the request's message uses.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from ctxsim.history import Item
-from ctxsim.loss.identifiers import message_identifiers
+from ctxsim.loss.identifiers import extract, message_identifiers
 from ctxsim.loss.index import SOURCE_ROLES, SessionIndex, TraceIndex
 from ctxsim.model import Message, Session
 
+DERIVED_TEXT_CHARS = 2_000  # a policy's copy of a recorded message longer than this is matched, not extracted
 ARRIVAL = "arrival"  # the event kind of a removal made as the message arrived (truncated on append)
 
 
@@ -108,10 +113,11 @@ class LossMeter:
         self._s: SessionIndex | None = None
         self._number = 0  # the last request number seen
         self._memo: dict[str, tuple[str, ...]] = {}  # texts a policy wrote -> their identifiers
+        self._line_memo: dict[str, tuple[str, ...]] = {}  # lines of long texts a policy wrote -> theirs
         self._reset()
 
     def _reset(self) -> None:
-        self.live: dict[str, int] = {}
+        self.live: Counter[str] = Counter()  # an identifier is in it only while its count is above zero
         self.held: dict[int, tuple[Item, tuple[str, ...]]] = {}  # id(item) -> (item, its identifiers)
         self.source: dict[str, int] = {}
         self.sizes: dict[int, int] = {}  # source session index -> tokens as it arrived
@@ -132,13 +138,21 @@ class LossMeter:
 
     def _ids(self, item: Item) -> tuple[str, ...]:
         message = item.message
-        if item.origin >= 0 and self._s is not None:
-            own = self._s.of(message)
+        s = self._s
+        if item.origin >= 0 and s is not None:
+            own = s.of(message)
             if own is not None:
                 return own
+            if len(message.content) > DERIVED_TEXT_CHARS and not message.tool_calls:
+                # a long copy of a recorded message (a truncation, a trimmed output): the original's identifiers
+                # it still holds as text (a substring test each: no second extraction of a long text)
+                text = message.content
+                return tuple(x for x in s.ids[item.origin] if x in text)
         if message.tool_calls:
             return message_identifiers(message)
         text = message.content
+        if len(text) > DERIVED_TEXT_CHARS:
+            return self._lines(text)
         ids = self._memo.get(text)
         if ids is None:
             if len(self._memo) > 4096:
@@ -146,21 +160,33 @@ class LossMeter:
             ids = self._memo[text] = message_identifiers(message)
         return ids
 
+    def _lines(self, text: str) -> tuple[str, ...]:
+        """A long text a policy wrote (a summary that keeps earlier summaries' lines, zones', hierarchical's), line
+        by line: no rule spans a line, so its identifiers are its lines' (each distinct line extracted once)."""
+        memo = self._line_memo
+        if len(memo) > 65_536:
+            memo.clear()
+        out: dict[str, None] = {}
+        for line in text.split("\n"):
+            ids = memo.get(line)
+            if ids is None:
+                ids = memo[line] = extract(line)
+            for x in ids:
+                out[x] = None
+        return tuple(out)
+
     def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
         live = self.live
         if not removed and len(added) == 1 and not added[0].inserted:  # an append
             item = added[0]
             ids = self._ids(item)
             self.held[id(item)] = (item, ids)
-            for x in ids:
-                live[x] = live.get(x, 0) + 1
+            live.update(ids)  # Counter: counted in C
             message = item.message
             if message.role in SOURCE_ROLES and item.origin >= 0 and self._s is not None:
                 origin = item.origin
                 recorded = self._s.ids[origin]
-                source = self.source
-                for x in recorded:
-                    source[x] = origin
+                self.source.update(zip(recorded, repeat(origin)))
                 self.sizes[origin] = item.tokens
                 if recorded is not ids:  # rewritten as it arrived: what it lost then is gone from the start
                     for x in recorded:
@@ -186,8 +212,7 @@ class LossMeter:
         for item in added:
             ids = self._ids(item)
             held[id(item)] = (item, ids)
-            for x in ids:
-                live[x] = live.get(x, 0) + 1
+            live.update(ids)
 
     def requested(self, number: int, message: Message, edits: Sequence[tuple[str, str, int]]) -> None:
         """Request `number` is about to be sent; `message` is the recorded answer; `edits` the (stage,
@@ -259,10 +284,11 @@ class LossMeter:
         return self.report
 
 
-__all__ = ["LossMeter", "LossReport", "Miss", "Refetch", "Removal", "ARRIVAL"]
+__all__ = ["ARRIVAL", "LossMeter", "LossReport", "Miss", "Refetch", "Removal"]
 
 
 # ---------------------------------------------------------------- run.json
+DIGEST = re.compile(r"sha256:[0-9a-f]{12}/\d+")
 MISS_COLUMNS = ("request", "session", "identifier", "source", "role", "tool", "source_tokens", "removed_request",
                 "removed_stage", "removed_kind")
 REFETCH_COLUMNS = ("request", "session", "source", "tool", "tokens")
@@ -271,6 +297,8 @@ REFETCH_COLUMNS = ("request", "session", "source", "tool", "tokens")
 def shown(identifier: str, content: bool) -> str:
     """An identifier as outputs show it: itself (secrets redacted) with --include-content, else a digest
     and its length (no trace content)."""
+    if DIGEST.fullmatch(identifier):  # read back from a run.json written without content: shown as it was
+        return identifier
     if content:
         from ctxsim.redact import redact
 

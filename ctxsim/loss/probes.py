@@ -128,4 +128,4 @@ def probe_set(probes: list[str] | None, files: list[str] | None, at: str | None)
     return ProbeSet(tuple(items), frozenset(numbers))
 
 
-__all__ = ["Probe", "ProbeSet", "probe", "probe_set", "load_file"]
+__all__ = ["Probe", "ProbeSet", "load_file", "probe", "probe_set"]

@@ -7,6 +7,7 @@ extractive summary is real text ctxsim writes for free, and what it keeps counts
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -75,9 +76,10 @@ def notes(result: Any) -> list[str]:
     entry = result.manifest.get("loss")
     if not entry or not any(run.loss is not None for run in result.runs):
         return []
-    out = [entry["refetch_assumption"], _allowance_text(entry), "recall misses: identifiers (paths, names, numbers, "
+    allowance = [_allowance_text(entry)] if len(result.runs) > 1 else []
+    out = [entry["refetch_assumption"], *allowance, ("recall misses: identifiers (paths, names, numbers, "
            "errors, ...) a recorded answer uses that came from a user or tool message and that, under the policy, no "
-           "message in the context holds any more (ctxsim.loss.identifiers)"]
+           "message in the context holds any more (ctxsim.loss.identifiers)")]
     if any("llm" in summarizers(run.policy) for run in result.runs):
         out.append(LLM_NOTE)
     return out
@@ -127,11 +129,11 @@ def retention_rows(result: Any) -> list[str]:
     return lines
 
 
-__all__ = ["LOSS_HEADERS", "LLM_NOTE", "loss_cells", "notes", "retention_rows", "summarizer_cell", "terminal_notes"]
+__all__ = ["LLM_NOTE", "LOSS_HEADERS", "loss_cells", "notes", "retention_rows", "summarizer_cell", "terminal_notes"]
 
 
 # ---------------------------------------------------------------- report.md
-def markdown_verdict(result: Any, names: list[str], best_i: int) -> str | None:
+def markdown_verdict(result: Any, names: Sequence[str], best_i: int) -> str | None:
     """The verdict's first sentence when loss was metered (None: say it as before)."""
     from ctxsim.loss.verdict import allowance, starred, weighs_loss
 
@@ -152,7 +154,7 @@ def markdown_verdict(result: Any, names: list[str], best_i: int) -> str | None:
             f"{money(cost_with_refetch(base))} and {base.loss.recall_misses:,} for {code(names[0])}.")
 
 
-def markdown_section(result: Any, names: list[str], code: Any, cell: Any, most: int) -> list[str]:
+def markdown_section(result: Any, names: Sequence[str], code: Any, cell: Any, most: int) -> list[str]:
     """The folded loss details: per-policy figures, the first misses, the probes' retention table."""
     if not any(run.loss is not None for run in result.runs):
         return []
@@ -163,8 +165,8 @@ def markdown_section(result: Any, names: list[str], code: Any, cell: Any, most: 
 
     total = sum(run.loss.recall_misses for run in result.runs if run.loss is not None)
     out = ["", f"<details><summary>Recall misses: {total:,} in all, re-fetch cost</summary>", "",
-           "| policy | recall misses | allowance | distinct identifiers | tokens of their sources | re-fetches | "
-           "re-fetch cost | cost with re-fetches | summarizer |", "|:--|--:|--:|--:|--:|--:|--:|--:|:--|"]
+           ("| policy | recall misses | allowance | distinct identifiers | tokens of their sources | re-fetches | "
+            "re-fetch cost | cost with re-fetches | summarizer |"), "|:--|--:|--:|--:|--:|--:|--:|--:|:--|"]
     for i, (name, run) in enumerate(zip(names, result.runs, strict=True)):
         loss = run.loss
         if loss is None:
@@ -195,3 +197,19 @@ def markdown_section(result: Any, names: list[str], code: Any, cell: Any, most: 
                 "", "```", *table, "```"]
     out += ["", "</details>"]
     return out
+
+
+def summary_rows(result: Any) -> list[list[str]]:
+    """The loss rows of the replay summary table, one column per run."""
+    runs = result.runs
+    rows = [
+        ["recall misses"] + [f"{run.loss.recall_misses:,}" for run in runs],
+        ["distinct identifiers missed"] + [f"{run.loss.distinct_identifiers:,}" for run in runs],
+        ["tokens of their sources"] + [f"{run.loss.miss_source_tokens:,}" for run in runs],
+        ["re-fetches (estimate)"] + [f"{len(run.loss.refetches):,}" for run in runs],
+        ["cost with re-fetches (estimate)"] + [money(cost_with_refetch(run)) for run in runs],
+    ]
+    if any(run.loss.probes for run in runs):
+        rows.append(["probes lost (at the end)"] + ["-" if run.loss.probes_lost is None else f"{run.loss.probes_lost:,}"
+                                                    for run in runs])
+    return rows

@@ -92,6 +92,10 @@ def summary(result: RunResult) -> TableData:
         headers.append("recorded")
         for row, value in zip(rows, recorded_column(rec), strict=True):
             row.append(value)
+    if runs and all(getattr(run, "loss", None) is not None for run in runs):  # ctxsim.loss
+        from ctxsim.reports._loss import summary_rows
+
+        rows += [row + (["-"] if rec is not None else []) for row in summary_rows(result)]
     return TableData("summary", headers, rows)
 
 
@@ -199,7 +203,13 @@ def emit(result: RunResult, out: TextIO, every: int | None, terminal: bool) -> N
         events += [f"  {name}: {e.text()}" for e in shown]
         if len(run.events) > len(shown):
             events.append(f"  {name}: ... and {len(run.events) - len(shown):,} more (all in -o run.json)")
-    notes = [*legend, m["assumption"], *m.get("provider_rules", []), *m.get("price_notes", [])]
+    from ctxsim.reports._loss import notes as loss_notes, retention_rows
+
+    notes = [*legend, m["assumption"], *loss_notes(result), *m.get("provider_rules", []), *m.get("price_notes", [])]
+    retention = retention_rows(result)
+    if retention:
+        events += ["", "facts still in the managed context (probes; yes/no at the end, kept/checked at --probe-at):",
+                   *("  " + line for line in retention)]
     above = head_lines(result)
     if terminal:
         console = Console(file=out, force_terminal=True, width=max(100, Console(file=out).width))
