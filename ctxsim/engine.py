@@ -334,6 +334,9 @@ class Replayer:
             getattr(policy, "stages", None) or (policy,))
         appenders = [s for s in stages if hasattr(s, "on_append")]
         for stage in stages:
+            foresee = getattr(stage, "foresee", None)  # a bound (the oracle) reads the recorded session ahead
+            if foresee is not None:
+                foresee(session)
             begin = getattr(stage, "start", None)
             if begin is not None:
                 begin()

@@ -22,6 +22,7 @@ that has one; it replaces what the spec or the preset wrote there):
     scored          budget
     tiered          max_context_tokens
     zones           window (the tokens its zone shares refer to)
+    oracle          budget (the bound: every request's context at most that)
 
 A policy with no such stage (none, truncate, mask, recent, hierarchical, amortized, notes,
 clear_thinking) has no token threshold for a budget to move: it runs once per trace, shown with
@@ -35,9 +36,13 @@ already in a finished Parquet file of its trace's folder is not run again (its s
 back from the file's metadata); a file cut short is ignored and its cells run again. The manifest and the tables depend only on the inputs, so a resumed run, a run
 on a process pool and a run on a Dask cluster write the same bytes.
 
-Loss columns. `LOSS_METERS` is the hook a loss meter registers in: a function
-`(run, trace) -> {column: value}` whose columns land in every cell summary (per session and
-summed) and in the tables. None is registered yet, so there are no loss columns.
+Loss columns. Every cell's run is metered by the loss meter (ctxsim.loss: `metered_run`, one
+identifier index per trace shared by the trace's cells). `LOSS_METERS` turns a metered run into
+per-session columns, which land in every cell summary (per session) and, summed, in the tables:
+`recall_misses`, `distinct_identifiers` (distinct per session, summed), `refetches`,
+`refetch_cost_usd` and `cost_with_refetch_usd` (the open-loop cost plus the re-fetches: the
+assumption, `loss.refetch.ASSUMPTION`, is in the manifest). Another meter may append its own
+function `(run, trace) -> {session_id: {column: value}}`.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ from ctxsim.errors import CtxsimError
 SCHEMA = "ctxsim.sweep/1"
 CELLS_META_KEY = b"ctxsim.cells"
 NO_BUDGET = "-"
+LOSS_SCHEMA = "ctxsim.loss/1"  # the loss columns' rules (ctxsim.loss.SCHEMA): part of every cell's id
 OVERFLOW = "window-reserve"
 
 # family -> the parameters a budget of B tokens sets (None: cleared)
@@ -70,12 +76,48 @@ BUDGET_PARAMS: dict[str, Callable[[int], dict[str, Any]]] = {
     "scored": lambda b: {"budget": b},
     "tiered": lambda b: {"max_context_tokens": b},
     "zones": lambda b: {"window": b},
+    "oracle": lambda b: {"budget": b},
 }
 
-# The loss meter's hook: each function gets (PolicyRun, Trace) and returns {column: int | Decimal} per session
-# as {session_id: {column: value}}. Empty until a loss meter lands.
+# The loss columns: each function gets (PolicyRun, Replayer), the run metered (`run.loss`) by that replayer
+# (`replayer.trace` is the trace), and returns {session_id: {column: int | Decimal}}.
 LossMeter = Callable[[Any, Any], dict[str, dict[str, Any]]]
-LOSS_METERS: list[LossMeter] = []
+
+
+def recall_columns(run: Any, replayer: Any) -> dict[str, dict[str, Any]]:
+    """The loss meter's report of a run, per session: misses, distinct identifiers, re-fetches and their cost
+    (priced as `loss.refetch.price` prices a whole run, on each session's own rows)."""
+    from types import SimpleNamespace
+
+    from ctxsim.loss.meter import LossReport
+    from ctxsim.loss.refetch import price
+
+    loss = run.loss
+    if loss is None:
+        return {}
+    rows: dict[str, list[Any]] = {}
+    for row in run.rows:
+        rows.setdefault(row.session, []).append(row)
+    misses: dict[str, list[Any]] = {}
+    for m in loss.misses:
+        misses.setdefault(m.session, []).append(m)
+    refetches: dict[str, list[Any]] = {}
+    for f in loss.refetches:
+        refetches.setdefault(f.session, []).append(f)
+    out: dict[str, dict[str, Any]] = {}
+    for session in replayer.trace.sessions:
+        sid = session.id
+        own = refetches.get(sid, [])
+        mine = rows.get(sid, [])
+        cost = price(SimpleNamespace(loss=LossReport(refetches=own), rows=mine), replayer) if own else Decimal(0)
+        lost = misses.get(sid, [])
+        out[sid] = {"recall_misses": len(lost), "distinct_identifiers": len({m.identifier for m in lost}),
+                    "refetches": len(own), "refetch_cost_usd": cost,
+                    "cost_with_refetch_usd": sum((r.cost_usd for r in mine), Decimal(0)) + cost}
+    return out
+
+
+LOSS_METERS: list[LossMeter] = [recall_columns]
 
 
 # ---------------------------------------------------------------- budgets
@@ -351,7 +393,7 @@ def resolve_policies(specs: Sequence[str]) -> list[PolicyEntry]:
 
 def cell_id(digest: str, entry: PolicyEntry, budget: Budget, options: dict[str, Any], prices: str) -> str:
     key = json.dumps({"trace": digest, "label": entry.label, "policy": entry.effective, "budget": budget.to_json(),
-                      "options": options, "ctxsim": __version__, "prices": prices},
+                      "options": options, "ctxsim": __version__, "prices": prices, "loss": LOSS_SCHEMA},
                      sort_keys=True, default=str)
     return hashlib.sha256(key.encode()).hexdigest()[:20]
 
@@ -377,7 +419,6 @@ def run_task(task: TraceTask) -> list[str] | tuple[str, str]:
 
 
 def _run_task(task: TraceTask) -> list[str]:
-    from ctxsim.api import replay_choices
     from ctxsim.engine import resolve as resolve_setup
     from ctxsim.formats import read_traces
     from ctxsim.policies.spec import Choice, resolve
@@ -420,12 +461,12 @@ def _run_task(task: TraceTask) -> list[str]:
             choice = Choice(choice.label, with_budget(choice.policy, tokens), choice.preset)
         choices.append(choice)
         budgets.append(tokens)
-    result = replay_choices(trace, task.path, choices, opts)
+    result, losses = _metered(trace, task.path, choices, opts)
     recorded = _recorded(trace, result.manifest.get("provider"))
     out: list[str] = []
     tables = []
-    for cell, tokens, run in zip(task.cells, budgets, result.runs, strict=True):
-        summary = _summary(task, cell, tokens, run, result.manifest, recorded, trace)
+    for cell, tokens, run, loss in zip(task.cells, budgets, result.runs, losses, strict=True):
+        summary = _summary(task, cell, tokens, run, result.manifest, recorded, trace, loss)
         if calibration is not None:
             summary["calibrated"] = True
         if skipped_sessions is not None:
@@ -437,6 +478,34 @@ def _run_task(task: TraceTask) -> list[str]:
         path = trace_folder(task.out_dir, task.trace_id) / part_name(c.cell for c in task.cells)
         _write_part(path, tables, out)
     return out
+
+
+def _metered(trace: Any, path: str, choices: Sequence[Any], opts: Any) -> tuple[Any, list[dict[str, dict[str, Any]]]]:
+    """`api.replay_choices` in this process, each run loss-metered unless `opts.loss` is off (one identifier
+    index for the trace's cells); the run artefact and each run's loss columns per session (LOSS_METERS)."""
+    from ctxsim._support.collector import gc_paused
+    from ctxsim._support.parallel import at_most
+    from ctxsim.api import _result, _tasks
+    from ctxsim.loss import TraceIndex, metered_run
+
+    with gc_paused(), at_most(1):
+        tasks = _tasks(trace, choices, opts, ())
+        index = TraceIndex().prime(trace.sessions) if opts.loss else None
+        if index is not None:
+            from ctxsim.policies.oracle import share
+
+            share(index)  # an oracle cell reads the same index
+        runs = []
+        losses: list[dict[str, dict[str, Any]]] = []
+        for choice, _, replayer in tasks:
+            run = metered_run(replayer, choice.policy, index=index) if opts.loss else replayer.run(choice.policy)
+            runs.append((run, sorted(replayer.pricer.notes)))
+            columns: dict[str, dict[str, Any]] = {}
+            for meter in LOSS_METERS:
+                for sid, values in meter(run, replayer).items():
+                    columns.setdefault(sid, {}).update(values)
+            losses.append(columns)
+        return _result(tasks, runs, path), losses
 
 
 def _recorded(trace: Any, provider: str | None) -> dict[str, dict[str, Any]]:
@@ -472,7 +541,8 @@ def _recorded(trace: Any, provider: str | None) -> dict[str, dict[str, Any]]:
 
 
 def _summary(task: TraceTask, cell: CellSpec, tokens: int | None, run: Any, manifest: dict[str, Any],
-             recorded: dict[str, dict[str, Any]], trace: Any) -> dict[str, Any]:
+             recorded: dict[str, dict[str, Any]], trace: Any,
+             loss: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     window = run.policy.get("setup", {}).get("window") or manifest["window"]
     limit = window - manifest["output_reserve"]
     sessions: dict[str, dict[str, Any]] = {}
@@ -499,9 +569,8 @@ def _summary(task: TraceTask, cell: CellSpec, tokens: int | None, run: Any, mani
     for event in run.events:
         if event.session in sessions:
             sessions[event.session]["events"] += 1
-    for meter in LOSS_METERS:
-        for sid, values in meter(run, trace).items():
-            sessions[sid].setdefault("loss", {}).update(values)
+    for sid, values in (loss or {}).items():
+        sessions[sid].setdefault("loss", {}).update(values)
     for s in sessions.values():
         s["cost_usd"] = str(s["cost_usd"])
         s["summarize_cost_usd"] = str(s["summarize_cost_usd"])
@@ -683,12 +752,16 @@ def _dec(text: str | None) -> Decimal:
     return Decimal(text) if text is not None else Decimal(0)
 
 
+LOSS_ORDER = ("recall_misses", "distinct_identifiers", "refetches", "refetch_cost_usd", "cost_with_refetch_usd")
+
+
 def _loss_columns(summaries: Iterable[dict[str, Any]]) -> list[str]:
+    """The loss columns the cells have: the loss meter's in LOSS_ORDER, then any other meter's, sorted."""
     names: set[str] = set()
     for s in summaries:
         for session in s["sessions"]:
             names.update(session.get("loss", {}))
-    return sorted(names)
+    return [c for c in LOSS_ORDER if c in names] + sorted(names - set(LOSS_ORDER))
 
 
 @dataclass
@@ -817,9 +890,11 @@ class Report:
             "price_notes": self.notes(),
             "assumption": "open-loop replay: the agent's recorded outputs are replayed unchanged whatever the "
                           "policy does",
+            "loss": self._loss_block(),
             "budget_params": {
                 "clear": "trigger", "compact": "trigger, compact_above (compact_at, headroom_tokens cleared)",
                 "server_compact": "trigger", "scored": "budget", "tiered": "max_context_tokens", "zones": "window",
+                "oracle": "budget",
                 "others": "no budget: run once, budget '-'"},
             "budgets": [b.to_json() for b in self.plan.budgets],
             "policies": [{"label": e.label, "spec": e.spec, "effective": e.effective, "takes_budget": e.takes_budget,
@@ -834,6 +909,13 @@ class Report:
                        "trace (columns cell, policy, budget, budget_tokens and the rows' fields); the cells' "
                        "summaries as a JSON list in the file's metadata key ctxsim.cells",
         }
+
+    def _loss_block(self) -> dict[str, Any]:
+        from ctxsim.loss.refetch import ASSUMPTION
+
+        return {"schema": LOSS_SCHEMA, "columns": _loss_columns(self.summaries()), "refetch_assumption": ASSUMPTION,
+                "rules": "ctxsim/loss/identifiers.py: a recall miss is an identifier a recorded answer uses that an "
+                         "earlier user or tool message held and no item of the managed context holds"}
 
     def _effective_at(self, entry: PolicyEntry, budget: Budget) -> Any:
         """The effective policy of a budget: the same for every trace when absolute, per trace when a fraction."""

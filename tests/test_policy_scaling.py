@@ -36,6 +36,7 @@ SMALL, BIG = 300, 1200
 # Specs for every registered policy, chosen so that each acts on both traces (chars4 tokens).
 SPECS: dict[str, list[str]] = {
     "none": ["none"],
+    "oracle": ["oracle:budget=30000"],
     "clear": ["clear:trigger=30000,keep=3,clear_at_least=10000"],
     "clear_thinking": ["clear_thinking"],
     "compact": ["compact:trigger=30000"],

@@ -36,9 +36,14 @@ A budget is tokens (50000, 50k) or a fraction of each trace's window (60%, 0.6).
 stage by stage (in pipelines and presets too, replacing what the spec wrote there):
 clear: trigger (input_tokens triggers); compact: trigger and compact_above (compact_at and
 headroom_tokens cleared); server_compact: trigger; scored: budget; tiered: max_context_tokens;
-zones: window. Policies with none of these (none, truncate, mask, recent, hierarchical, amortized,
+zones: window; oracle (the bound): budget. Policies with none of these (none, truncate, mask, recent, hierarchical, amortized,
 notes, clear_thinking) run once, budget `-`. The replay window itself is not changed: "over window"
 counts sessions whose context passed the real window minus --reserve.
+
+Every cell is loss-metered (--no-loss: not): recall misses (identifiers a recorded answer uses that
+an earlier user or tool message held and the policy's context no longer holds), distinct
+identifiers missed, re-fetches (misses whose source was a tool result, re-read once) and the cost
+with re-fetches, per session and summed per policy.
 
 With -o DIR: DIR/manifest.json (version, policies and their effective parameters, budgets, price
 data, inputs with digests), DIR/summary.csv, DIR/sessions.csv and the Parquet dataset
@@ -171,10 +176,23 @@ def policy_table(report: Any) -> Any:
                     "baseline" if d["policy"] == report.baseline_label() else
                     (d["saving_pct"] + "%" if d["saving_pct"] != "n/a" else "n/a"),
                     f"{int(d['sessions_over_window']):,}", f"{int(d['peak_context_tokens']):,}",
-                    _money(d["summarizer_cost_usd"]), f"{int(d['events']):,}"] + [d[c] for c in loss])
+                    _money(d["summarizer_cost_usd"]), f"{int(d['events']):,}"] + [_loss_cell(c, d[c]) for c in loss])
     return TableData(f"policies across {len(report.plan.inputs):,} trace(s) (costs per the traces' timing)",
                      ["policy", "budget", "sessions", "requests", "cost", "saving", "vs none", "over window",
-                      "peak context", "summarizer", "events"] + loss, out, left=2)
+                      "peak context", "summarizer", "events"] + [LOSS_HEADERS.get(c, c) for c in loss], out, left=2)
+
+
+LOSS_HEADERS = {"loss_recall_misses": "misses", "loss_distinct_identifiers": "distinct", "loss_refetches": "re-fetches",
+                "loss_refetch_cost_usd": "re-fetch cost", "loss_cost_with_refetch_usd": "cost w/ re-fetch"}
+
+
+def _loss_cell(column: str, text: str) -> str:
+    if text == "":
+        return "-"
+    if column.endswith("_usd"):
+        return _money(text)
+    value = Decimal(text)
+    return f"{int(value):,}" if value == int(value) else text
 
 
 def session_table(report: Any) -> Any:
@@ -187,9 +205,18 @@ def session_table(report: Any) -> Any:
         out.append([d["trace"], d["session"], d["policy"], d["budget"], d["requests"], _money(d["cost_usd"]),
                     _money(d["saving_usd"]), _money(d["recorded_cost_usd"]) if d["recorded_cost_usd"] else "-",
                     f"{int(d['peak_context_tokens']):,}",
-                    f"request {d['first_overflow_request']}" if d["first_overflow_request"] else "never"])
+                    f"request {d['first_overflow_request']}" if d["first_overflow_request"] else "never"]
+                   + [_loss_cell(c, d[c]) for c in SESSION_LOSS if c in d])
     return TableData("per session", ["trace", "session", "policy", "budget", "requests", "cost", "saving",
-                                     "recorded", "peak context", "first overflow"], out, left=4)
+                                     "recorded", "peak context", "first overflow"] + _session_loss_headers(headers),
+                     out, left=4)
+
+
+SESSION_LOSS = ("loss_recall_misses", "loss_cost_with_refetch_usd")  # the per-session table's loss columns
+
+
+def _session_loss_headers(headers: list[str]) -> list[str]:
+    return [LOSS_HEADERS[c] for c in SESSION_LOSS if c in headers]
 
 
 def json_data(report: Any, per_session: bool) -> dict[str, Any]:
@@ -208,8 +235,14 @@ def notes(report: Any) -> list[str]:
                f"{_money(str(cost))}; none's replay of the same sessions: {_money(str(replayed))}"]
     else:
         out = [f"none of the {total:,} session(s) recorded priced usage: no recorded bill to show"]
-    return out + list(report.notes()) + report.date_notes() + [
+    out += list(report.notes()) + report.date_notes() + [
         "open-loop replay: the agent's recorded outputs are replayed unchanged whatever the policy does"]
+    if any(h.startswith("loss_") for h in report.policy_rows()[0]):
+        from ctxsim.loss.refetch import ASSUMPTION
+
+        out += ["recall misses: identifiers a recorded answer uses that an earlier user or tool message held and the "
+                "policy's context no longer holds (ctxsim/loss/identifiers.py)", ASSUMPTION]
+    return out
 
 
 def emit(report: Any, per_session: bool, as_json: bool) -> None:
@@ -302,6 +335,9 @@ def sweep(
              "LocalCluster of worker processes. Needs the dask extra; traces and -o must be on paths the "
              "workers see.")] = None,
     per_session: Annotated[bool, typer.Option("--per-session", help="Also a table per session.")] = False,
+    loss: Annotated[bool, typer.Option(
+        "--loss/--no-loss", help="Meter recall misses and their re-fetch cost in every cell (the loss columns).")]
+    = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the tables as JSON.")] = False,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
@@ -327,6 +363,9 @@ def sweep(
     dates = date_range(since, until, tz)
     out = None if output is None else decide(output, "sweep", SWEEP_KINDS)
     folder = _start(traces, out, force)
+    import dataclasses
+
+    opts = dataclasses.replace(opts, loss=loss)
     report = run_sweep(traces, split_list(policies), budgets, opts, fmt, folder, jobs, cluster, dates)
     emit(report, per_session, as_json)
     if folder is not None:

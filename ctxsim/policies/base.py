@@ -34,6 +34,8 @@ Optional members the engine looks for:
   `edits` lists the (stage name, event kind, splices applied) of the request's edits in order
   (the splices the observer was just told of, so it can name the edit that removed something).
   Only observers that have it cost anything.
+- `foresee(session)`: called before `start()` with the recorded session: only a bound (the
+  `oracle`) reads the future, which no real policy can.
 - `on_append(view, message) -> Rewrite | None`: change a message as it is appended (tool
   output truncated on arrival).
 - `stages`: a sequence of policies run in order, each seeing the earlier ones' edits (a
