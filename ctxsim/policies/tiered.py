@@ -163,8 +163,10 @@ class _Seq:
                 a, b = part
                 if a >= b:
                     continue
-                if self.parts and isinstance(self.parts[-1], tuple) and self.parts[-1][1] == a:
-                    a = self.parts.pop()[0]  # runs that meet are one run
+                last = self.parts[-1] if self.parts else None
+                if isinstance(last, tuple) and last[1] == a:
+                    a = last[0]  # runs that meet are one run
+                    self.parts.pop()
                     self._starts.pop()
                     self._tokens.pop()
                 size, tokens = b - a, view.prefix_tokens(b) - view.prefix_tokens(a)
@@ -715,10 +717,10 @@ def _tokens(entries: Sequence[Entry]) -> int:
 def _spans_of(entries: Sequence[Entry], end: int) -> list[tuple[int, int, tuple[Written, ...]]]:
     """`_Seq.spans` for a plain list: the history spans that change, and what is written there."""
     out: list[tuple[int, int, tuple[Written, ...]]] = []
-    cursor, pending = 0, []
+    cursor, pending = 0, list[Written]()
     for e in entries:
         if e.index is None or not e.same:
-            pending.append(e.item)
+            pending.append(e.item)  # type: ignore[arg-type]
             continue
         if e.index > cursor or pending:
             out.append((cursor, e.index, tuple(pending)))
@@ -726,7 +728,7 @@ def _spans_of(entries: Sequence[Entry], end: int) -> list[tuple[int, int, tuple[
         cursor = e.index + 1
     if cursor < end or pending:
         out.append((cursor, end, tuple(pending)))
-    return out  # type: ignore[return-value]
+    return out
 
 
 REFERENCE = PlainTiered

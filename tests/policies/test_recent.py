@@ -48,8 +48,7 @@ def test_the_edit_names_the_dropped_items():
 
 
 def test_the_reference_drops_the_same():
-    run, probe = told(story(6, tool=lambda n: "notes_read" if n == 2 else "bash"), "recent:keep_first=1,keep_last=3",
-                      pin_tools=("notes_read",))
-    plain, plain_probe = told_with(REFERENCE, "recent:keep_first=1,keep_last=3",
-                                   story(6, tool=lambda n: "notes_read" if n == 2 else "bash"), pin_tools=("notes_read",))
+    trace = story(6, tool=lambda n: "notes_read" if n == 2 else "bash")
+    run, probe = told(trace, "recent:keep_first=1,keep_last=3", pin_tools=("notes_read",))
+    plain, plain_probe = told_with(REFERENCE, "recent:keep_first=1,keep_last=3", trace, pin_tools=("notes_read",))
     assert plain_probe.seen == probe.seen and acted(plain) == acted(run)

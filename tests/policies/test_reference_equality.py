@@ -16,7 +16,6 @@ make its policy act on such sessions, and the test checks that it did.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -46,7 +45,8 @@ SPECS: dict[str, list[str]] = {
     "mask": ["mask:keep=2"],
     "compact": ["compact:trigger=2500"],
 }
-PIPELINES = ["mask:keep=2+scored:budget=900", "truncate:max_lines=20+tiered:max_context_tokens=2000,system_prompt_tokens=0",
+PIPELINES = ["mask:keep=2+scored:budget=900",
+             "truncate:max_lines=20+tiered:max_context_tokens=2000,system_prompt_tokens=0",
              "clear:trigger=1500,keep=2,clear_at_least=100+compact:trigger=2500",
              "clear:trigger=1200,keep=1,clear_at_least=50+scored:budget=800",
              "mask:keep=1+zones:window=2200+recent:keep_last=12"]

@@ -39,7 +39,8 @@ def test_yellow_summarises_the_oldest_fifth_at_every_request_then_red_keeps_thre
 def test_the_yellow_edit_is_one_summary_and_the_memory_stubs():
     """With memory_tools=[search] and yellow_memory=2, yellow at request 7 also stubs every search result
     but the newest 2 (r5, r6); their calls stay. One event: a Summarize of u a1 r1 and three Replaces."""
-    run, probe, spy = spied(story(7, tool=lambda n: "search"), "zones:window=1000,memory_tools=[search],yellow_memory=2")
+    spec = "zones:window=1000,memory_tools=[search],yellow_memory=2"
+    run, probe, spy = spied(story(7, tool=lambda n: "search"), spec)
     assert probe.seen[7] == ["S", "a2", "r2~", "a3", "r3~", "a4", "r4~", "a5", "r5", "a6", "r6"]
     assert acted(run) == [(7, "yellow", 6)]
     (edit,) = spy.edits[7]
