@@ -14,7 +14,9 @@ call whose results are dropped gives the call up (the head shrinks), the way
 yoagent's `safe_tail_start` / `safe_head_end` snap a cut. Pinned messages, and
 the calls of pinned results, are never dropped.
 
-(The span helpers the eviction policies share live in `_spans`.)
+`PlainRecent` (the module's REFERENCE) is the same rule from the definition: every message grouped
+with its unit, a unit dropped when any of it falls in the middle and none of it is pinned. (The
+span helpers the eviction policies share live in `_spans`.)
 """
 
 from __future__ import annotations

@@ -24,6 +24,10 @@ with the latest user message through a named scorer: `lexical` (share of the
 message's words the item contains; the default), `jaccard`, or `constant` (0.5,
 the seed's default). A tool call and its results are evicted together, scored
 with their most protected tier, so no result is left without its call.
+
+`PlainScored` (the module's REFERENCE) is that definition, scored from scratch at every request;
+`ScoredPolicy` makes the same choices scoring only the units that can be the lowest, and the
+reference-equality test (tests/policies) holds it to that.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`zones`: the three-zone budget of seed 004 (green, yellow, red, plus critical).
 
-Source: seed 004 ("View Window Budgeting Strategies", Three-Zone Enforcement).
+Source: seed 004 ("Context Window Budgeting Strategies", Three-Zone Enforcement).
 Before every request the prompt's share of the window picks a zone:
 
 - green, below `yellow_at` (70 %): nothing is done;
@@ -26,6 +26,9 @@ one beyond the limit becomes a stub, its call kept. A turn is an assistant messa
 with the user messages just before it and its tool results; a call and its
 results are always kept or dropped together. The zones have no hysteresis: a
 prompt that stays yellow is compressed again at every request, as in the seed.
+
+`PlainZones` (the module's REFERENCE) decides the same, counting each summary whole: the only state
+`zones` keeps is `SummarySizer`'s memo of summary lines.
 """
 
 from __future__ import annotations
