@@ -9,8 +9,9 @@ note, messages, tokens before and after) and the same per-request rows.
 
 The sessions: a task, then up to 30 turns of zero to two tool calls (`notes_read` results pinned),
 outputs from empty to 400 lines, user messages between turns, pauses past the cache's 5-minute and
-1-hour lifetimes; sometimes a second session (each policy starts over). Each spec below is sized to
-make its policy act on such sessions, and the test checks that it did.
+1-hour lifetimes; sometimes a second session (each policy starts over). Each spec listed below is sized
+to make its policy act on such sessions, and the test checks that it did (a policy found with a
+REFERENCE but not listed is replayed with its defaults).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ctxsim.policies.spec import resolve
 
 from helpers import T0, replay
 
-EXAMPLES = 12  # per spec: about 40 specs x 12 sessions, two replays each, in a few seconds
+EXAMPLES = 12  # per spec: 12 sessions, two replays each
 
 # Specs that make each policy act on the sessions below (a policy found with a REFERENCE but not named
 # here is replayed with its defaults).
@@ -42,14 +43,19 @@ SPECS: dict[str, list[str]] = {
               "zones:window=2500,red_keep_turns=1,critical_keep_turns=0,yellow_fraction=0.5"],
     "recent": ["recent:keep_last=6", "recent:keep_first=3,keep_last=4"],
     "clear": ["clear:trigger=1500,keep=2,clear_at_least=100"],
+    "clear_thinking": ["clear_thinking"],
     "mask": ["mask:keep=2"],
+    "truncate": ["truncate:max_lines=20", "truncate:on_append=false,max_lines=20"],
+    "hierarchical": ["hierarchical:checkpoint_every=2,epoch_every=2,era_every=2",
+                     "hierarchical:checkpoint_every=3,epoch_every=0"],
     "compact": ["compact:trigger=2500"],
 }
 PIPELINES = ["mask:keep=2+scored:budget=900",
              "truncate:max_lines=20+tiered:max_context_tokens=2000,system_prompt_tokens=0",
              "clear:trigger=1500,keep=2,clear_at_least=100+compact:trigger=2500",
              "clear:trigger=1200,keep=1,clear_at_least=50+scored:budget=800",
-             "mask:keep=1+zones:window=2200+recent:keep_last=12"]
+             "mask:keep=1+zones:window=2200+recent:keep_last=12",
+             "clear_thinking+mask:keep=2+scored:budget=900"]
 
 
 def references() -> dict[str, Any]:
@@ -82,6 +88,9 @@ def cases() -> list[str]:
     return out + [p for p in PIPELINES if set(stage_names(p)) & set(found)]
 
 
+LISTED = {spec for specs in SPECS.values() for spec in specs} | set(PIPELINES)  # sized to act: checked
+
+
 def lines(n: int, tag: str) -> str:
     return "\n".join(f"{tag} line {i}: " + "word " * (i % 7) for i in range(n))
 
@@ -97,7 +106,8 @@ def turns(draw: Any, sid: str, t: float) -> list[Message]:
         tools = [draw(st.sampled_from(["bash", "search", "notes_read"])) for _ in range(draw(st.integers(0, 2)))]
         calls = tuple(ToolCall(f"{sid}c{n}-{j}", tool, {"n": n, "j": j}) for j, tool in enumerate(tools))
         filler = "ok" if not calls and draw(st.booleans()) else f"step {n} " + "parser " * draw(st.integers(0, 12))
-        messages.append(Message("assistant", filler, ts=format_ts(t + 1), tool_calls=calls))
+        thinking = f"thinking about step {n} " * draw(st.integers(1, 20)) if draw(st.integers(0, 2)) == 0 else None
+        messages.append(Message("assistant", filler, ts=format_ts(t + 1), tool_calls=calls, thinking=thinking))
         for call in calls:
             size = draw(st.integers(0, 400)) if draw(st.integers(0, 5)) == 0 else draw(st.integers(0, 40))
             messages.append(Message("tool", lines(size, call.name), ts=format_ts(t + 2), tool_call_id=call.id,
@@ -147,7 +157,7 @@ def test_the_policy_makes_the_same_edits_as_its_reference(spec: str) -> None:
         TRIED[spec] = TRIED.get(spec, 0) + 1
 
     check()
-    assert any(acted), f"{spec}: the policy never acted on these sessions; make the spec tighter"
+    assert any(acted) or spec not in LISTED, f"{spec}: the policy never acted on these sessions; make the spec tighter"
 
 
 @pytest.mark.parametrize("spec", ["zones:window=2500", "zones:window=1800,summary_max_share=0.05"])
