@@ -283,7 +283,7 @@ class ScoredPolicy:
         if not removed and len(added) == 1 and added[0].pos == at and not added[0].inserted:  # appended
             self._where[id(added[0])] = len(self._appended)
             self._appended.append(added[0])
-        elif not added and removed and all(id(it) in self._own for it in removed):  # our own eviction
+        elif not added and removed and id(removed[0]) in self._own:  # our own eviction (only we name those)
             self._own.difference_update(map(id, removed))
         elif len(removed) == len(added):  # replaced one for one
             for old, new in zip(removed, added):

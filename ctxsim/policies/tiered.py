@@ -264,17 +264,18 @@ class _Seq:
 
 
 def changes_of(view: View, spans: Sequence[tuple[int, int, tuple[Written, ...]]]) -> tuple[Change, ...]:
-    """The spans `_Seq.spans` gives, as edits naming items: a cut result is replaced by its cut, a
-    summarised assistant message by its summary, the marker takes the place of the messages dropped
-    up to the next one written, and whatever else the span held is dropped."""
+    """The spans `_Seq.spans` gives, as edits naming items: a cut result is replaced by its cut; a
+    summary takes the place of its assistant message and of what the span drops after it, up to the
+    next message written (one splice a summary); the marker takes the place of what is dropped from
+    where it stands to the next message written; what is left is dropped."""
     items = view.items
     out: list[Change] = []
     drop: list[int] = []
     for start, end, written in spans:
         cursor = start
         for k, w in enumerate(written):
-            if w.source is None:  # the marker: it stands for the messages up to the next one written
-                upto = next((x.source for x in written[k + 1:] if x.source is not None), end)
+            upto = next((x.source for x in written[k + 1:] if x.source is not None), end)  # the next one's place
+            if w.source is None:  # the marker
                 if upto > cursor:
                     out.append(Summarize(picked(view, range(cursor, upto)), w.message, tokens=w.tokens))
                 else:
@@ -285,9 +286,12 @@ def changes_of(view: View, spans: Sequence[tuple[int, int, tuple[Written, ...]]]
             item = items[w.source]
             if w.kind == "cut":  # a fresh copy: not a stub, no tags
                 out.append(Replace(item, w.message, w.tokens, tags=frozenset(), cleared=False))
-            else:
-                out.append(Summarize((item,), w.message, tokens=w.tokens, origin=item.origin))
-            cursor = w.source + 1
+                cursor = w.source + 1
+            else:  # the summary of an assistant message, and what goes after it (the marker, if next, takes that)
+                stop = upto if k + 1 == len(written) or written[k + 1].source is not None else w.source + 1
+                out.append(Summarize(picked(view, range(w.source, stop)), w.message, tokens=w.tokens,
+                                     origin=item.origin))
+                cursor = stop
         drop.extend(range(cursor, end))
     if drop:
         out.append(Drop(picked(view, drop)))
@@ -389,15 +393,18 @@ class TieredPolicy:
 
     def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
         at = self._count
-        self._count += len(added) - len(removed)
-        own = self._own
-        if removed and all(id(it) in own for it in removed):
-            own.difference_update(map(id, removed))
-        elif not removed and self._own_inserts and len(added) == 1 and added[0].inserted:
-            self._own_inserts -= 1
-        elif not removed and len(added) == 1 and added[0].pos == at:  # appended
-            pass
-        elif len(removed) == len(added):
+        self._count = at + len(added) - len(removed)
+        if not removed:
+            if len(added) == 1:
+                if self._own_inserts and added[0].inserted:  # our marker
+                    self._own_inserts -= 1
+                    return
+                if added[0].pos == at:  # appended (or put at the end: past the settled front all the same)
+                    return
+            self._stale = True
+        elif id(removed[0]) in self._own:  # our own edit (an item it names is in no other stage's)
+            self._own.difference_update(map(id, removed))
+        elif len(removed) == len(added):  # replaced one for one by another stage
             first = min(it.pos for it in added)
             self._first_replaced = first if self._first_replaced is None else min(self._first_replaced, first)
         else:

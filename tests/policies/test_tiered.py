@@ -11,7 +11,7 @@ stories.py): u, then turns a<n> r<n>; `S` is a summary or the marker.
 
 from __future__ import annotations
 
-from ctxsim.policies.base import Drop, Summarize
+from ctxsim.policies.base import Summarize
 from ctxsim.policies.tiered import COMPACTION_MARKER, REFERENCE
 
 from stories import acted, labels, spied, story, told, told_with
@@ -58,10 +58,10 @@ def test_level_3_puts_a_marker_in_place_of_the_middle():
     assert probe.seen[5] == ["u", "S", "S", "a3", "r3", "u3", "a4", "r4"]
     marker, summary = (it.message.content for it in probe.items[5][1:3])
     assert marker == COMPACTION_MARKER and summary == "[Summary] step 2"
-    # the edit names items: the marker takes the place of a1 r1 u1; a2 becomes its summary; r2 goes
+    # the edit names items: the marker takes the place of a1 r1 u1, a2's summary that of a2 and r2
     (edit,) = spy.edits[5]
     assert [(type(c), labels(c.items)) for c in edit.changes] == [
-        (Summarize, ["a1", "r1", "u1"]), (Summarize, ["a2"]), (Drop, ["r2"])]
+        (Summarize, ["a1", "r1", "u1"]), (Summarize, ["a2", "r2"])]
     assert edit.changes[1].origin == spy_origin(trace, "step 2")  # a summary keeps its message's place
 
 
