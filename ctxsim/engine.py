@@ -526,7 +526,7 @@ def resolve_edit(history: History, edit: object, policy: str) -> Spliced:
         elif isinstance(change, Summarize):
             if not change.items:
                 raise PolicyViolation(f"policy {policy}: a summary that replaces no message")
-            new = make(change.message, -1, change.tokens, inserted=True, tags=change.tags)
+            new = make(change.message, change.origin, change.tokens, inserted=True, tags=change.tags)
             splices.extend(Splice(s, e, (new,) if k == 0 else ()) for k, (s, e) in enumerate(runs(change.items)))
             if change.call is not None:
                 calls.append(change.call)

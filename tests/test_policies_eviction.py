@@ -63,6 +63,13 @@ def context(history: History, sizer: MessageSizer, window: int = 200_000) -> Con
     return Context(history, 1, window, sizer.message)
 
 
+def decided(policy: Any, history: History, sizer: MessageSizer) -> tuple:
+    """The policy's edits at one request, as the engine resolves them into splices of the history."""
+    from ctxsim.engine import resolve_edit
+
+    return tuple(resolve_edit(history, edit, policy.name) for edit in policy.decide(context(history, sizer)))
+
+
 def tool_turn(n: int, output: str, tool: str = "bash", text: str | None = None) -> list[Message]:
     call = ToolCall(f"c{n}", tool, {"n": n})
     return [Message("assistant", text if text is not None else f"step {n}", tool_calls=(call,)),
@@ -388,17 +395,17 @@ def test_scored_evicts_the_lowest_scores_first_and_only_past_the_budget():
     unit1 = history.items[1].tokens + history.items[2].tokens
     assert parse_policy(f"scored:budget={total},recent_turns=1").decide(context(history, sizer)) == ()
     # one token over: the filler (tier 4) goes alone
-    (edit,) = parse_policy(f"scored:budget={total - 1},recent_turns=1").decide(context(history, sizer))
+    (edit,) = decided(parse_policy(f"scored:budget={total - 1},recent_turns=1"), history, sizer)
     assert [(s.start, s.end) for s in edit.splices] == [(3, 4)]
     # more: then the older, irrelevant tier-2 unit (5 + 3 x 1/8 + 2 x 0 < 5 + 3 x 4/8 + 2 x 1)
-    (edit,) = parse_policy(f"scored:budget={total - filler - 1},recent_turns=1").decide(context(history, sizer))
+    (edit,) = decided(parse_policy(f"scored:budget={total - filler - 1},recent_turns=1"), history, sizer)
     assert [(s.start, s.end) for s in edit.splices] == [(1, 4)]
     assert total - filler - unit1 <= total - filler - 1
 
 
 def test_scored_never_evicts_tier_zero():
     history, sizer = scored_history()
-    (edit,) = parse_policy("scored:budget=0,recent_turns=1").decide(context(history, sizer))
+    (edit,) = decided(parse_policy("scored:budget=0,recent_turns=1"), history, sizer)
     dropped = {i for s in edit.splices for i in range(s.start, s.end)}
     assert dropped == {1, 2, 3, 4, 5}
     assert "protected" in edit.note
@@ -410,7 +417,7 @@ def test_scored_relevance_is_pluggable():
     total = history.prompt_tokens
     filler = history.items[3].tokens
     spec = f"scored:budget={total - filler - 1},recent_turns=1,relevance=test-alpha,relevance_weight=10"
-    (edit,) = parse_policy(spec).decide(context(history, sizer))
+    (edit,) = decided(parse_policy(spec), history, sizer)
     assert [(s.start, s.end) for s in edit.splices] == [(3, 6)]  # now the newer unit goes first
     with pytest.raises(ParameterError):
         parse_policy("scored:relevance=nope")

@@ -196,13 +196,16 @@ class Truncate:
 @dataclass(frozen=True, slots=True)
 class Summarize:
     """The items leave; `message` (a summary the policy wrote, marked `inserted`) takes the place of the
-    first of them. `call`: the model request that wrote it, metered as its own row."""
+    first of them. `call`: the model request that wrote it, metered as its own row. `origin`: the
+    session index the summary stands for (-1: none; `tiered`'s one-line stand-in for an assistant
+    message keeps that message's, as the summarizers' turn numbers read it)."""
 
     items: tuple[Item, ...]
     message: Message
     call: SideCall | None = None
     tokens: int | None = None
     tags: frozenset[str] = frozenset()
+    origin: int = -1
 
 
 @dataclass(frozen=True, slots=True)

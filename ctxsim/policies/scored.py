@@ -24,6 +24,10 @@ with the latest user message through a named scorer: `lexical` (share of the
 message's words the item contains; the default), `jaccard`, or `constant` (0.5,
 the seed's default). A tool call and its results are evicted together, scored
 with their most protected tier, so no result is left without its call.
+
+`PlainScored` (the module's REFERENCE) is that definition, scored from scratch at every request;
+`ScoredPolicy` makes the same choices scoring only the units that can be the lowest, and the
+reference-equality test (tests/policies) holds it to that.
 """
 
 from __future__ import annotations
@@ -31,14 +35,16 @@ from __future__ import annotations
 import heapq
 import math
 import re
+from operator import attrgetter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ctxsim.history import Edit, History, Item
 from ctxsim._support.memo import IdentityMemo
+from ctxsim.model import Message
 from ctxsim.params import field_doc
-from ctxsim.policies import Context, PolicyInfo, register
-from ctxsim.policies.recent import EditWatch, drop_splices
+from ctxsim.policies import PolicyInfo, register
+from ctxsim.policies._spans import Items
+from ctxsim.policies.base import Drop, Edit, Item, View
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
@@ -51,6 +57,14 @@ def words(text: str) -> frozenset[str]:
         # lowering the ASCII text then gives the same words, lowered, at C speed.
         text = text.encode("ascii", "replace").decode("ascii")
     return frozenset(WORD.findall(text.lower()))
+
+
+def text_of(message: Message) -> str:
+    """The text relevance reads: the content, the thinking and each call's name and arguments."""
+    if message.tool_calls or message.thinking:
+        calls = [f"{c.name} {c.arguments_json}" for c in message.tool_calls]
+        return " ".join([message.content, message.thinking or "", *calls])
+    return message.content  # joining would only add a separator
 
 
 def _alive(item: Item) -> bool:
@@ -109,13 +123,93 @@ class ScoredParams:
             raise ValueError("recent_turns and filler_tokens must not be negative")
 
 
-def tiers(history: History, recent_turns: int, filler_tokens: int) -> list[int]:
-    """The seed's tier (0..4) of every message in the history, as `scored` assigns them."""
-    policy = ScoredPolicy(ScoredParams(recent_turns=recent_turns, filler_tokens=filler_tokens))
-    policy._reset(history)
-    last_turn, recent_from = policy._recent_turns(history)
-    return [policy._tier(item, last_turn, recent_from) for item in history.items]
+# ---------------------------------------------------------------- the definition, from scratch
 
+
+def tiers(view: Items, recent_turns: int, filler_tokens: int) -> list[int]:
+    """The seed's tier (0..4) of every message, as `scored` assigns them."""
+    items = view.items
+    n = len(items)
+    answers = [i for i, it in enumerate(items) if it.message.role == "assistant"]
+    last_turn = answers[-1] if answers else n  # the newest turn: what the model is about to read
+    recent_from = answers[-min(recent_turns, len(answers))] if recent_turns and answers else n
+    users = [i for i, it in enumerate(items) if it.message.role == "user"]
+    task_and_subtask = {users[0], users[-1]} if users else set()
+    out = []
+    for i, item in enumerate(items):
+        m = item.message
+        if item.pinned or m.role == "system" or i in task_and_subtask or i >= last_turn:
+            out.append(0)
+        elif i >= recent_from or m.role == "user":
+            out.append(1)
+        elif m.role in ("tool", "summary"):
+            out.append(2)
+        elif m.role == "assistant" and not m.tool_calls and item.tokens <= filler_tokens:
+            out.append(4)
+        else:
+            out.append(3)
+    return out
+
+
+def eviction_note(dropped: int, by_tier: Iterable[int], budget: int, total: int) -> str:
+    return (f"evicted {dropped} messages (tiers {', '.join(map(str, sorted(set(by_tier))))}) to fit {budget:,} tokens"
+            + ("" if total <= budget else f"; still {total:,}: the rest is protected"))
+
+
+class PlainScored:
+    """The reference: every unit scored from scratch at every request over the budget.
+
+    A unit is a message, or a call with its results (they leave together, scored with their most
+    protected tier); tier-0 units stay. Units leave lowest (score, position) first until the prompt
+    fits.
+    """
+
+    name = "scored"
+
+    def __init__(self, params: ScoredParams) -> None:
+        self.params = params
+
+    def decide(self, view: View) -> Sequence[Edit]:
+        p = self.params
+        budget = p.budget if p.budget is not None else int(view.window * p.budget_fraction)
+        total = view.prompt_tokens
+        if total <= budget:
+            return ()
+        items = view.items
+        n = len(items)
+        tier = tiers(view, p.recent_turns, p.filler_tokens)
+        unit: dict[int, list[int]] = {}  # the position of a unit's head -> its members' positions
+        for i, item in enumerate(items):
+            m = item.message
+            holder = view.holder_of(m.tool_call_id or "") if m.role == "tool" else None
+            attached = holder is not None and holder.pos < i and view.result_of(m.tool_call_id or "") is item
+            unit.setdefault(holder.pos if attached else i, []).append(i)  # type: ignore[union-attr]
+        users = [it for it in items if it.message.role == "user"]
+        query = words(text_of(users[-1].message)) if users else frozenset()
+        relevance = SCORERS[p.relevance]
+        ranked = []
+        for head, members in unit.items():
+            t = min(tier[i] for i in members)
+            if t == 0:
+                continue
+            doc = frozenset().union(*(words(text_of(items[i].message)) for i in members))
+            recency = head / (n - 1) if n > 1 else 1.0
+            score = p.tier_bias[t] + p.recency_weight * recency + p.relevance_weight * relevance(query, doc)
+            ranked.append((score, head, t, members))
+        evicted = []
+        for score, head, t, members in sorted(ranked):
+            if total <= budget:
+                break
+            evicted.append((t, members))
+            total -= sum(items[i].tokens for i in members)
+        if not evicted:
+            return ()
+        drop = sorted(i for _, members in evicted for i in members)
+        return (Edit("evict", (Drop(tuple(items[i] for i in drop)),),
+                     eviction_note(len(drop), (t for t, _ in evicted), budget, total)),)
+
+
+# ---------------------------------------------------------------- the same choices, incrementally
 
 BUILTIN_SCORERS = frozenset({"lexical", "jaccard", "constant"})  # relevance always in 0..1
 
@@ -135,24 +229,23 @@ class _Unit:
 
 
 class ScoredPolicy:
-    """Scores only the units that can be the lowest, keeping per session what it learnt.
+    """`PlainScored`'s choices, scoring only the units that can be the lowest.
 
     A unit older than the last `recent_turns` turns (and not the first or latest user message)
-    has a fixed tier; such units are kept in one list per tier, in history order. Within a tier
+    has a fixed tier; such units are *filed*, in one list per tier, in history order. Within a tier
     the score is at least `tier_bias + recency_weight * recency`, which grows with the position,
-    so the lists are merged lowest bound first and a unit's full score (its relevance) is computed
-    only when its bound is below the scores still to beat. The units of the recent turns are
-    rebuilt every request but wait in the heap under their bound too, scored only if it comes
-    up (their relevance would be new each time, and they are rarely the lowest). Each request
-    looks at what arrived since the previous one, the recent turns, and the units it scores;
-    not at the whole history. Under the budget it files what left the recent turns all the same,
-    so that the first request over the budget does not file the whole history at once.
-    Messages another stage replaced one for one (stubs, masks, thinking cleared) are put in place
-    in the units that hold them (the history's journal). When the history changed in a way the lists
-    do not follow (another stage dropped or inserted messages, a tool result arrived for an old
-    call, a turn it counted as recent was evicted) they are rebuilt from the history once. With
-    weights or a relevance scorer that could make a score fall below its bound (negative weights,
-    a scorer not built in), every unit is scored, as before.
+    so the lists are merged lowest bound first and a unit's relevance is computed only when its
+    bound is below the scores still to beat. The units of the recent turns are rebuilt every
+    request but wait in the heap under their bound too. Under the budget it files what left the
+    recent turns all the same, so that the first request over the budget does not file the whole
+    history at once.
+
+    What changed since the last decision comes from `observe`: the messages appended, and the
+    ones another stage replaced one for one (stubs, masks, thinking cleared), which are put in place
+    in the units holding them (`_follow`). Anything else (another stage dropped or inserted
+    messages, a tool result arrived for an old call, a turn counted as recent was evicted) makes
+    the lists be rebuilt from the view once. With weights or a relevance scorer that could make a
+    score fall below its bound (negative weights, a scorer not built in), every unit is scored.
     """
 
     name = "scored"
@@ -161,24 +254,64 @@ class ScoredPolicy:
     def __init__(self, params: ScoredParams) -> None:
         self.params = params
         p = params
-        self._words: IdentityMemo[Item, tuple[str, frozenset[str]]] = IdentityMemo()  # item -> its text, words
-        self._texts: dict[str, frozenset[str]] = {}  # text -> words, for the items in _words
         self._bounded = (p.relevance in BUILTIN_SCORERS and p.recency_weight >= 0 and p.relevance_weight >= 0
                          and all(math.isfinite(x) for x in (*p.tier_bias, p.recency_weight, p.relevance_weight)))
-        self._history: History | None = None
-        self._watch = EditWatch()
-        self._reset(None)
+        self._tracking = False  # told of every change since the session's start (else: rebuild each time)
+        self.start()
+        self._tracking = False
+        self._items: Sequence[Item] = ()
+        self._reset(())
 
+    # ------------------------------------------------------------ what changed (the engine tells)
+    def start(self) -> None:
+        self._tracking = True
+        self._stale = True  # the lists are rebuilt at the first decision
+        self._count = 0  # items in the history
+        self._appended: list[Item] = []  # since the last decision, each as it stands now
+        self._where: dict[int, int] = {}  # id(an appended item) -> its place in _appended
+        self._replaced: dict[int, tuple[Item, Item]] = {}  # id(item replaced first) -> (it, its latest copy)
+        self._latest: dict[int, int] = {}  # id(a copy) -> id(the item it stands for)
+        self._own: set[int] = set()  # ids of the items our last edit drops
+        self._words: IdentityMemo[Item, tuple[str, frozenset[str]]] = IdentityMemo()  # item -> text, words
+        self._texts: dict[str, frozenset[str]] = {}  # text -> words, for the items in _words
+
+    def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
+        at = self._count
+        self._count += len(added) - len(removed)
+        if self._stale:
+            return
+        if not removed and len(added) == 1 and added[0].pos == at and not added[0].inserted:  # appended
+            self._where[id(added[0])] = len(self._appended)
+            self._appended.append(added[0])
+        elif not added and removed and id(removed[0]) in self._own:  # our own eviction (only we name those)
+            self._own.difference_update(map(id, removed))
+        elif len(removed) == len(added):  # replaced one for one
+            for old, new in zip(removed, added):
+                k = self._where.pop(id(old), None)
+                if k is not None:  # appended, then replaced: given as the copy
+                    self._appended[k] = new
+                    self._where[id(new)] = k
+                    continue
+                first = self._latest.pop(id(old), id(old))
+                self._replaced[first] = (self._replaced[first][0] if first in self._replaced else old, new)
+                self._latest[id(new)] = first
+        else:
+            self._stale = True
+
+    def _changes(self, view: View) -> tuple[list[Item], list[tuple[Item, Item]]] | None:
+        """(appended, replaced) since the last decision, or None when the lists must be rebuilt."""
+        new, replaced = self._appended, list(self._replaced.values())
+        stale = self._stale or not self._tracking or self._count != len(view)
+        self._appended, self._where, self._replaced, self._latest, self._own = [], {}, {}, {}, set()
+        self._stale = False
+        return None if stale else (new, replaced)
+
+    # ------------------------------------------------------------ words
     def _item_words(self, item: Item) -> frozenset[str]:
         hit = self._words.get(item)
         if hit is not None:
             return hit[1]
-        m = item.message
-        if m.tool_calls or m.thinking:
-            calls = [f"{c.name} {c.arguments_json}" for c in m.tool_calls]
-            text = " ".join([m.content, m.thinking or "", *calls])
-        else:  # joining would only add a separator; the content keeps its hash for the look-up
-            text = m.content
+        text = text_of(item.message)
         # Tool outputs recur (the same file read again): their words are found once.
         found = self._texts.get(text)
         if found is None:
@@ -186,37 +319,30 @@ class ScoredPolicy:
         self._words.put(item, (text, found))
         return found
 
-    def budget(self, ctx: Context) -> int:
+    def budget(self, view: View) -> int:
         p = self.params
-        return p.budget if p.budget is not None else int(ctx.window * p.budget_fraction)
+        return p.budget if p.budget is not None else int(view.window * p.budget_fraction)
 
     # ------------------------------------------------------------ what the policy keeps per session
-    def _reset(self, history: History | None) -> None:
-        if history is not self._history:
-            self._words, self._texts = IdentityMemo(), {}
-        else:  # a rebuild: forget the words of items no longer in the history
-            self._words.keep(_alive)
-            self._texts = dict(self._words.values())
-        self._history = history
+    def _reset(self, items: Sequence[Item]) -> None:
+        """Start over from the view's items (the words of the items still there are kept)."""
+        self._words.keep(_alive)
+        self._texts = dict(self._words.values())
         self._done: Item | None = None  # the last item whose unit was filed (or found never evictable)
         self._lists: dict[int, list[_Unit]] = {1: [], 2: [], 3: [], 4: []}  # filed units by tier, history order
         self._filed: dict[int, _Unit] = {}  # id(item) -> the live filed unit it is a member of
         self._front = dict.fromkeys(self._lists, 0)  # before this index every unit of the list is evicted
         self._dead = dict.fromkeys(self._lists, 0)  # evicted units still in the list
-        self._first_user: Item | None = None
-        self._last_user: Item | None = None
-        if history is not None:
-            items = history.items
-            self._first_user = next((it for it in items if it.message.role == "user"), None)
-            self._last_user = next((it for it in reversed(items) if it.message.role == "user"), None)
+        self._first_user = next((it for it in items if it.message.role == "user"), None)
+        self._last_user = next((it for it in reversed(items) if it.message.role == "user"), None)
 
-    def _sync(self, history: History) -> bool:
-        """Learn what was appended since the last decision; False when the lists must be rebuilt."""
-        found = self._watch.changes(history)
-        if found is None or history is not self._history or not self._bounded:
-            return False  # a new session, or another stage dropped or inserted messages
+    def _sync(self, view: View) -> bool:
+        """Learn what changed since the last decision; False when the lists must be rebuilt."""
+        found = self._changes(view)
+        if found is None or not self._bounded:
+            return False
         new, replaced = found
-        if replaced and not self._follow(replaced.values()):
+        if replaced and not self._follow(replaced):
             return False
         done = self._done
         if done is not None and not done.alive:
@@ -224,7 +350,7 @@ class ScoredPolicy:
         for item in new:
             m = item.message
             if m.role == "tool" and done is not None:
-                holder = history.holder_of(m.tool_call_id or "")
+                holder = view.holder_of(m.tool_call_id or "")
                 if holder is not None and holder.pos <= done.pos:
                     return False  # a result for a call already filed: its unit changed
             elif m.role == "user":
@@ -307,20 +433,20 @@ class ScoredPolicy:
         return t
 
     @staticmethod
-    def _attached(history: History, item: Item) -> bool:
+    def _attached(view: View, item: Item) -> bool:
         """A tool result that belongs to the unit of an earlier call."""
         m = item.message
         if m.role != "tool":
             return False
-        holder = history.holder_of(m.tool_call_id or "")
+        holder = view.holder_of(m.tool_call_id or "")
         return (holder is not None and holder.alive and holder.pos < item.pos
-                and history.result_of(m.tool_call_id or "") is item)
+                and view.result_of(m.tool_call_id or "") is item)
 
     @staticmethod
-    def _members(history: History, item: Item) -> tuple[Item, ...]:
+    def _members(view: View, item: Item) -> tuple[Item, ...]:
         out = [item]
         for call in item.message.tool_calls:
-            result = history.result_of(call.id)
+            result = view.result_of(call.id)
             if result is not None and result.alive and result.pos > item.pos:
                 out.append(result)
         return tuple(out)
@@ -344,32 +470,36 @@ class ScoredPolicy:
         return unit.relevance
 
     # ------------------------------------------------------------ deciding
-    def decide(self, ctx: Context) -> Sequence[Edit]:
-        history = ctx.history
-        budget = self.budget(ctx)
-        total = history.prompt_tokens
+    @property
+    def _history(self) -> Sequence[Item]:
+        """The live items as of the last decision (what the policy's state is bounded by)."""
+        return self._items
+
+    def decide(self, view: View) -> Sequence[Edit]:
+        self._items = view.items
+        budget = self.budget(view)
+        total = view.prompt_tokens
         if total <= budget:
             if self._bounded:
-                self._keep_up(history)
+                self._keep_up(view)
+            else:
+                self._changes(view)
             return ()
-        if not self._sync(history):
-            self._reset(history)
-        chosen = self._choose(history, total, budget)
+        if not self._sync(view):
+            self._reset(view.items)
+        chosen = self._choose(view, total, budget)
         if chosen is None:  # something the lists did not follow: rebuild them and choose again
-            self._reset(history)
-            chosen = self._choose(history, total, budget)
+            self._reset(view.items)
+            chosen = self._choose(view, total, budget)
             assert chosen is not None
         evicted, total = chosen
-        dropped = [it for unit, _ in evicted for it in unit.members]
-        drop = sorted(it.pos for it in dropped)
-        splices = drop_splices(drop)
-        self._watch.expect(history, splices)
         if not evicted:
             return ()
-        gone = {id(it) for it in dropped}
+        dropped = sorted((it for unit, _ in evicted for it in unit.members), key=attrgetter("pos"))
+        self._own = {id(it) for it in dropped}
         done = self._done
-        while done is not None and id(done) in gone:  # the last filed item goes: the one before it is filed
-            done = history.items[done.pos - 1] if done.pos > 0 else None
+        while done is not None and id(done) in self._own:  # the last filed item goes: the one before it is filed
+            done = view.items[done.pos - 1] if done.pos > 0 else None
         self._done = done
         filed = self._filed
         for unit, _ in evicted:
@@ -377,15 +507,13 @@ class ScoredPolicy:
             if unit.filed:
                 for it in unit.members:
                     del filed[id(it)]
-        by_tier = sorted({t for _, t in evicted})
-        note = (f"evicted {len(drop)} messages (tiers {', '.join(map(str, by_tier))}) to fit {budget:,} tokens"
-                + ("" if total <= budget else f"; still {total:,}: the rest is protected"))
-        return (Edit("evict", splices, note),)
+        return (Edit("evict", (Drop(tuple(dropped)),),
+                     eviction_note(len(dropped), (t for _, t in evicted), budget, total)),)
 
-    def _recent_turns(self, history: History) -> tuple[int, int]:
+    def _recent_turns(self, view: View) -> tuple[int, int]:
         """Where the newest turn (tier 0) and the recent turns (tier 1) start."""
         p = self.params
-        items = history.items
+        items = view.items
         n = len(items)
         last_turn = recent_from = n
         found = 0
@@ -401,10 +529,10 @@ class ScoredPolicy:
                     break
         return last_turn, recent_from
 
-    def _file_older(self, history: History, zone: int) -> int | None:
+    def _file_older(self, view: View, zone: int) -> int | None:
         """File the units that left the recent turns (before `zone`) since the last request; the
         index where filing stopped, or None when the lists went past `zone` (rebuild them)."""
-        items = history.items
+        items = view.items
         done = self._done
         start = done.pos + 1 if done is not None else 0
         if start > zone:
@@ -412,8 +540,8 @@ class ScoredPolicy:
         i = start
         while i < zone:
             item = items[i]
-            if not self._attached(history, item):
-                members = self._members(history, item)
+            if not self._attached(view, item):
+                members = self._members(view, item)
                 if max(it.pos for it in members) >= zone:
                     break
                 tier = min(self._static_tier(it) for it in members)
@@ -424,24 +552,23 @@ class ScoredPolicy:
             i += 1
         return i
 
-    def _keep_up(self, history: History) -> None:
+    def _keep_up(self, view: View) -> None:
         """Under the budget: file what left the recent turns, so that the request that goes over
         does not file the whole history at once (the cost of a request stays bounded)."""
-        if not self._sync(history):
-            self._reset(history)
-        last_turn, recent_from = self._recent_turns(history)
-        if self._file_older(history, min(last_turn, recent_from)) is None:
-            self._reset(history)
-            self._file_older(history, min(last_turn, recent_from))
-        self._watch.expect(history)
+        if not self._sync(view):
+            self._reset(view.items)
+        last_turn, recent_from = self._recent_turns(view)
+        if self._file_older(view, min(last_turn, recent_from)) is None:
+            self._reset(view.items)
+            self._file_older(view, min(last_turn, recent_from))
 
-    def _choose(self, history: History, total: int, budget: int) -> tuple[list[tuple[_Unit, int]], int] | None:
+    def _choose(self, view: View, total: int, budget: int) -> tuple[list[tuple[_Unit, int]], int] | None:
         """The units to evict, lowest (score, position) first, and the prompt after; None: rebuild."""
         p = self.params
-        items = history.items
+        items = view.items
         n = len(items)
-        last_turn, recent_from = self._recent_turns(history)
-        i = self._file_older(history, min(last_turn, recent_from) if self._bounded else 0)
+        last_turn, recent_from = self._recent_turns(view)
+        i = self._file_older(view, min(last_turn, recent_from) if self._bounded else 0)
         if i is None:
             return None
         # The recent units (and, without the bound, all of them). With the bound, a unit enters the
@@ -452,9 +579,9 @@ class ScoredPolicy:
         heap: list[tuple[float, int, int, _Unit, bool]] = []  # (score or bound, position, tier, unit, scored)
         for j in range(i, n):
             item = items[j]
-            if self._attached(history, item):  # scored with its call
+            if self._attached(view, item):  # scored with its call
                 continue
-            members = self._members(history, item)
+            members = self._members(view, item)
             tier = 4
             for it in members:
                 tier = min(tier, self._tier(it, last_turn, recent_from))
@@ -523,6 +650,8 @@ class ScoredPolicy:
                 self._dead[t] += 1
         return evicted, total
 
+
+REFERENCE = PlainScored
 
 register(PolicyInfo(
     "scored", ScoredParams, ScoredPolicy,

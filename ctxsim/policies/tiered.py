@@ -41,17 +41,16 @@ from __future__ import annotations
 
 import math
 import struct
-import weakref
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Union
 
-from ctxsim.history import Edit, History, Item, Splice
 from ctxsim.model import Message
 from ctxsim.params import field_doc
-from ctxsim.policies import Context, PolicyInfo, register
-from ctxsim.policies.recent import EditWatch, unit_head, unit_members
+from ctxsim.policies import PolicyInfo, register
+from ctxsim.policies._spans import picked, unit_head, unit_members
+from ctxsim.policies.base import Change, Drop, Edit, Insert, Item, Replace, Summarize, View
 from ctxsim.policies.truncate import LineCaps
 
 COMPACTION_MARKER = "[Context compacted: earlier messages removed to fit the context window]"
@@ -104,17 +103,29 @@ class TieredParams:
 
 
 @dataclass(slots=True)
+class Written:
+    """A message a compaction writes: a level-1 cut (`kind` "cut") or a level-2 summary ("summary") of
+    the history item at `source`, or the level-3 marker ("marker", no source)."""
+
+    message: Message
+    tokens: int
+    kind: str
+    source: int | None = None
+    pinned = False  # never (a class attribute: read like an Item's)
+
+
+@dataclass(slots=True)
 class Entry:
     """A message of a working copy of the history.
 
-    `index` is the history item it stands for (None for an inserted summary or
-    marker); `same` says the item is unchanged (a truncated result is not).
+    `index` is the history item it stands for (None for a summary or marker a
+    compaction wrote); `same` says the item is unchanged (a truncated result is not).
     Never changed once made (not frozen only because a compaction makes one per
     message it looks at, and a frozen dataclass takes three times as long to make).
     """
 
     index: int | None
-    item: Item
+    item: Union[Item, Written]
     same: bool = True
 
     @property
@@ -141,8 +152,8 @@ class _Seq:
     its tokens read from the history's running sums), so a long unchanged prefix costs nothing.
     """
 
-    def __init__(self, history: History, parts: Sequence[tuple[int, int] | list[Entry]]) -> None:
-        self.history = history
+    def __init__(self, view: View, parts: Sequence[tuple[int, int] | list[Entry]]) -> None:
+        self.view = view
         self.parts: list[tuple[int, int] | list[Entry]] = []
         self._starts = [0]  # position of each part
         self._tokens = [0]  # tokens before each part
@@ -152,11 +163,13 @@ class _Seq:
                 a, b = part
                 if a >= b:
                     continue
-                if self.parts and isinstance(self.parts[-1], tuple) and self.parts[-1][1] == a:
-                    a = self.parts.pop()[0]  # runs that meet are one run
+                last = self.parts[-1] if self.parts else None
+                if isinstance(last, tuple) and last[1] == a:
+                    a = last[0]  # runs that meet are one run
+                    self.parts.pop()
                     self._starts.pop()
                     self._tokens.pop()
-                size, tokens = b - a, history.prefix_tokens(b) - history.prefix_tokens(a)
+                size, tokens = b - a, view.prefix_tokens(b) - view.prefix_tokens(a)
                 part = (a, b)
             else:
                 if not part:
@@ -181,7 +194,7 @@ class _Seq:
         part, offset = self.parts[p], k - self._starts[p]
         if isinstance(part, tuple):
             index = part[0] + offset
-            return Entry(index, self.history.items[index])
+            return Entry(index, self.view.items[index])
         return part[offset]
 
     def tokens_before(self, k: int) -> int:
@@ -190,7 +203,7 @@ class _Seq:
         p = self._part(k)
         part, offset = self.parts[p], k - self._starts[p]
         if isinstance(part, tuple):
-            inside = self.history.prefix_tokens(part[0] + offset) - self.history.prefix_tokens(part[0])
+            inside = self.view.prefix_tokens(part[0] + offset) - self.view.prefix_tokens(part[0])
         else:
             sums = self._inner.get(p)
             if sums is None:
@@ -218,35 +231,71 @@ class _Seq:
     def entries(self, a: int, b: int) -> Iterator[Entry]:
         for part in self.slice(a, b):
             if isinstance(part, tuple):
-                items = self.history.items
+                items = self.view.items
                 for index in range(*part):
                     yield Entry(index, items[index])
             else:
                 yield from part
 
-    def splices(self, end: int) -> tuple[Splice, ...]:
-        """The splices that turn history[:end] into this copy (unchanged items keep their places)."""
-        out: list[Splice] = []
+    def spans(self, end: int) -> list[tuple[int, int, tuple[Written, ...]]]:
+        """What turns history[:end] into this copy: (start, end, what is written there) for each
+        span of the history that changes (unchanged items keep their places)."""
+        out: list[tuple[int, int, tuple[Written, ...]]] = []
         cursor = 0  # next history index not yet accounted for
-        pending: list[Item] = []
+        pending: list[Written] = []
         for part in self.parts:
             if isinstance(part, tuple):  # a run of unchanged items, like entries part[0] .. part[1]-1
                 if part[0] > cursor or pending:
-                    out.append(Splice(cursor, part[0], tuple(pending)))
+                    out.append((cursor, part[0], tuple(pending)))
                     pending = []
                 cursor = part[1]
                 continue
             for e in part:
                 if e.index is None or not e.same:
-                    pending.append(e.item)
+                    pending.append(e.item)  # type: ignore[arg-type]
                     continue
                 if e.index > cursor or pending:
-                    out.append(Splice(cursor, e.index, tuple(pending)))
+                    out.append((cursor, e.index, tuple(pending)))
                     pending = []
                 cursor = e.index + 1
         if cursor < end or pending:
-            out.append(Splice(cursor, end, tuple(pending)))
-        return tuple(out)
+            out.append((cursor, end, tuple(pending)))
+        return out
+
+
+def changes_of(view: View, spans: Sequence[tuple[int, int, tuple[Written, ...]]]) -> tuple[Change, ...]:
+    """The spans `_Seq.spans` gives, as edits naming items: a cut result is replaced by its cut; a
+    summary takes the place of its assistant message and of what the span drops after it, up to the
+    next message written (one splice a summary); the marker takes the place of what is dropped from
+    where it stands to the next message written; what is left is dropped."""
+    items = view.items
+    out: list[Change] = []
+    drop: list[int] = []
+    for start, end, written in spans:
+        cursor = start
+        for k, w in enumerate(written):
+            upto = next((x.source for x in written[k + 1:] if x.source is not None), end)  # the next one's place
+            if w.source is None:  # the marker
+                if upto > cursor:
+                    out.append(Summarize(picked(view, range(cursor, upto)), w.message, tokens=w.tokens))
+                else:
+                    out.append(Insert(w.message, items[upto] if upto < len(items) else None, w.tokens))
+                cursor = upto
+                continue
+            drop.extend(range(cursor, w.source))
+            item = items[w.source]
+            if w.kind == "cut":  # a fresh copy: not a stub, no tags
+                out.append(Replace(item, w.message, w.tokens, tags=frozenset(), cleared=False))
+                cursor = w.source + 1
+            else:  # the summary of an assistant message, and what goes after it (the marker, if next, takes that)
+                stop = upto if k + 1 == len(written) or written[k + 1].source is not None else w.source + 1
+                out.append(Summarize(picked(view, range(w.source, stop)), w.message, tokens=w.tokens,
+                                     origin=item.origin))
+                cursor = stop
+        drop.extend(range(cursor, end))
+    if drop:
+        out.append(Drop(picked(view, drop)))
+    return tuple(out)
 
 
 @dataclass
@@ -258,23 +307,23 @@ class Compaction:
 class _Units:
     """Unit heads and protection (a unit holding a pinned message) of history items, looked up on demand."""
 
-    def __init__(self, history: History) -> None:
-        self.history = history
+    def __init__(self, view: View) -> None:
+        self.view = view
         self._head: dict[int, int] = {}
         self._safe: dict[int, bool] = {}
 
     def head(self, index: int) -> int:
         h = self._head.get(index)
         if h is None:
-            h = self._head[index] = unit_head(self.history, index)
+            h = self._head[index] = unit_head(self.view, index)
         return h
 
     def protected(self, index: int) -> bool:
         h = self.head(index)
         safe = self._safe.get(h)
         if safe is None:
-            items = self.history.items
-            safe = self._safe[h] = any(items[i].pinned for i in unit_members(self.history, h))
+            items = self.view.items
+            safe = self._safe[h] = any(items[i].pinned for i in unit_members(self.view, h))
         return safe
 
 
@@ -287,8 +336,9 @@ class TieredPolicy:
     summarising and the recent ones); the settled front counts by the history's running sums, and
     level 3 and the cliff search their cut by bisection. A request under the budget costs O(1).
     The settled front is forgotten (the next compaction looks at the whole history) when another
-    stage dropped or inserted messages (see `EditWatch`); when it replaced some one for one (stubs,
-    masks), the front stays settled up to the first of them.
+    stage dropped or inserted messages (`observe`); when it replaced some one for one (stubs,
+    masks), the front stays settled up to the first of them. `PlainTiered` is the same compaction
+    on plain lists, from scratch at every request.
     """
 
     name = "tiered"
@@ -299,18 +349,14 @@ class TieredPolicy:
         self.caps = LineCaps.of(params.tool_output_max_lines, params.exempt_tools, params.max_lines_overrides)
         self._ratio = f32(params.compact_target_ratio)
         self._floor = f32(params.min_headroom_ratio)
-        self._session: weakref.ref[History] | None = None
-        self._last_total: int | None = None
-        self._growth_sum = 0
-        self._samples = 0
-        self._settled = 0  # this many items at the front of the history are settled
-        self._watch = EditWatch()
+        self.start()
+        self._tracking = False  # no start(): not told of changes, nothing is ever settled
 
     # ------------------------------------------------------------ yoagent's arithmetic
-    def budget(self, ctx: Context) -> int:
+    def budget(self, view: View) -> int:
         p = self.params
-        top = p.max_context_tokens if p.max_context_tokens is not None else ctx.window * 80 // 100
-        reserve = ctx.history.base_tokens if p.count_prefix else p.system_prompt_tokens
+        top = p.max_context_tokens if p.max_context_tokens is not None else view.window * 80 // 100
+        reserve = view.base_tokens if p.count_prefix else p.system_prompt_tokens
         return max(top - reserve, 0)
 
     @property
@@ -332,57 +378,89 @@ class TieredPolicy:
         r = min(max(r, f32(MIN_RATIO)), 1.0)
         return int(budget * r)
 
-    # ------------------------------------------------------------ the replay hook
-    def _reset_if_new(self, history: History) -> None:
-        if self._session is None or self._session() is not history:
-            self._session = weakref.ref(history)
-            self._last_total = None
-            self._growth_sum = 0
-            self._samples = 0
-            self._settled = 0
+    # ------------------------------------------------------------ what changed (the engine tells)
+    def start(self) -> None:
+        self._tracking = True
+        self._last_total: int | None = None  # the history's size after the previous decision
+        self._growth_sum = 0
+        self._samples = 0
+        self._settled = 0  # this many items at the front of the history are settled
+        self._count = 0  # items in the history
+        self._stale = False  # another stage dropped or inserted messages since our last compaction
+        self._first_replaced: int | None = None  # the first position another stage replaced one for one
+        self._own: set[int] = set()  # ids of the items our last edit removes
+        self._own_inserts = 0  # markers our last edit puts in without removing anything
 
-    def scope_end(self, history: History) -> int:
-        end = len(history)
+    def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
+        at = self._count
+        self._count = at + len(added) - len(removed)
+        if not removed:
+            if len(added) == 1:
+                if self._own_inserts and added[0].inserted:  # our marker
+                    self._own_inserts -= 1
+                    return
+                if added[0].pos == at:  # appended (or put at the end: past the settled front all the same)
+                    return
+            self._stale = True
+        elif id(removed[0]) in self._own:  # our own edit (an item it names is in no other stage's)
+            self._own.difference_update(map(id, removed))
+        elif len(removed) == len(added):  # replaced one for one by another stage
+            first = min(it.pos for it in added)
+            self._first_replaced = first if self._first_replaced is None else min(self._first_replaced, first)
+        else:
+            self._stale = True
+
+    def _settled_now(self, view: View) -> int:
+        """How much of the front is still settled, given what other stages did since our last compaction."""
+        if self._stale or not self._tracking or self._count != len(view):
+            settled = 0
+        elif self._first_replaced is not None:
+            settled = min(self._settled, self._first_replaced)
+        else:
+            settled = self._settled
+        self._stale, self._first_replaced = False, None
+        return settled
+
+    # ------------------------------------------------------------ the replay hook
+    def scope_end(self, view: View) -> int:
+        end = len(view)
         if self.params.compact_at == "turn_end":
-            while end > 0 and history.items[end - 1].message.role == "user":
+            items = view.items
+            while end > 0 and items[end - 1].message.role == "user":
                 end -= 1
         return end
 
-    def decide(self, ctx: Context) -> Sequence[Edit]:
-        history = ctx.history
-        self._reset_if_new(history)
-        end = self.scope_end(history)
+    def decide(self, view: View) -> Sequence[Edit]:
+        end = self.scope_end(view)
         if end == 0:
             return ()
-        live = history.prefix_tokens(end) - history.base_tokens
+        live = view.prefix_tokens(end) - view.base_tokens
         if self._last_total is not None:
             self._samples += 1
             self._growth_sum += max(0, live - self._last_total)
-        budget = self.budget(ctx)
+        budget = self.budget(view)
         self._last_total = live
         if live <= budget:
             return ()
         ratio = self.effective_ratio(self.growth, budget)
         target = self.target(budget, ratio)
-        found = self._watch.changes(history)
-        if found is None:  # new to us, or another stage dropped or inserted messages: nothing is settled
-            self._settled = 0
-        elif found[1]:  # items other stages replaced one for one: settled only up to the first of them
-            self._settled = min(self._settled, *(new.pos for _, new in found[1].values()))
-        result = self.compact(ctx, end, budget, target)
+        self._settled = self._settled_now(view)
+        result = self.compact(view, end, budget, target)
         after = result.entries.total
         self._last_total = after
-        splices = result.entries.splices(end)
-        self._watch.expect(history, splices)
-        self._settled = self._settled_after(result.entries, history)
-        if not splices:
+        spans = result.entries.spans(end)
+        self._settled = self._settled_after(result.entries, view)
+        if not spans:
             return ()
+        changes = changes_of(view, spans)
+        self._own = {id(it) for change in changes for it in removed_by(change)}
+        self._own_inserts = sum(1 for change in changes if isinstance(change, Insert))
         note = (f"level {result.level}: {end} -> {len(result.entries)} messages, {live:,} -> {after:,} tokens "
                 f"(budget {budget:,}, target {target:,}, ratio {ratio:.4f}, growth {self.growth:.1f}/turn)")
-        return (Edit(result.level, splices, note),)
+        return (Edit(result.level, changes, note),)
 
     # ------------------------------------------------------------ compact_messages
-    def _settles(self, units: _Units, index: int | None, item: Item) -> bool:
+    def _settles(self, units: _Units, index: int | None, item: Item | Written) -> bool:
         """Levels 1 and 2 leave `item` (standing for history item `index`, None for one a compaction
         wrote) as it is, whatever follows it."""
         role = item.message.role
@@ -392,9 +470,9 @@ class TieredPolicy:
             return False
         return role == "assistant" or item.pinned or self.caps.cut(item.message) is None
 
-    def _settled_after(self, result: _Seq, history: History) -> int:
+    def _settled_after(self, result: _Seq, view: View) -> int:
         """How many items at the front of `result` (the history once our edit is applied) are settled."""
-        units = _Units(history)
+        units = _Units(view)
         count = 0
         for part in result.parts:
             if isinstance(part, tuple):
@@ -408,43 +486,42 @@ class TieredPolicy:
                 count += 1
         return count
 
-    def compact(self, ctx: Context, end: int, budget: int, target: int) -> Compaction:
-        history = ctx.history
-        units = _Units(history)
+    def compact(self, view: View, end: int, budget: int, target: int) -> Compaction:
+        units = _Units(view)
         settled = min(self._settled, end)
-        items = history.items
+        items = view.items
         while settled < end and self._settles(units, settled, items[settled]):
             settled += 1
         self._settled = settled
         region = list(map(Entry, range(settled, end), items[settled:end]))
-        entries = _Seq(history, [(0, settled), region])
+        entries = _Seq(view, [(0, settled), region])
         if entries.total <= budget:
             return Compaction(entries, "none")
         truncated = region  # level 1 changes only tool results; a copy once it changes one
         for k, e in enumerate(region):
             if e.item.message.role == "tool":
-                new = self._truncated(ctx, e)
+                new = self._truncated(view, e)
                 if new is not e:
                     if truncated is region:
                         truncated = region.copy()
                     truncated[k] = new
-        level1 = entries if truncated is region else _Seq(history, [(0, settled), truncated])
+        level1 = entries if truncated is region else _Seq(view, [(0, settled), truncated])
         if level1.total <= budget:
             return Compaction(level1, "truncate")
-        level2 = self._summarize(ctx, level1, settled, units)
+        level2 = self._summarize(view, level1, settled, units)
         if level2.total <= target:
             return Compaction(level2, "summarize")
-        return self._drop_middle(ctx, level2, target, units)
+        return self._drop_middle(view, level2, target, units)
 
-    def _truncated(self, ctx: Context, e: Entry) -> Entry:
+    def _truncated(self, view: View, e: Entry) -> Entry:
         if e.item.pinned:
             return e
         new = self.caps.cut(e.message)
         if new is None:
             return e
-        return Entry(e.index, ctx.history.item(new, origin=e.item.origin), same=False)
+        return Entry(e.index, Written(new, view.size(new), "cut", e.index), same=False)
 
-    def _summarize(self, ctx: Context, entries: _Seq, settled: int, units: _Units) -> _Seq:
+    def _summarize(self, view: View, entries: _Seq, settled: int, units: _Units) -> _Seq:
         n = len(entries)
         keep_recent = self.params.keep_recent
         if n <= keep_recent:
@@ -462,7 +539,6 @@ class TieredPolicy:
         def kept(e: Entry) -> bool:  # a tool result level 2 must keep: pinned, or its call is kept
             return e.index is not None and (protected(e.index) or head(e.index) in late)
 
-        history = ctx.history
         out: list[Entry] = []
         work = list(entries.entries(settled, boundary))
         size = len(work)
@@ -473,8 +549,8 @@ class TieredPolicy:
             role = m.role
             # an assistant message not kept (its unit pinned, or its results past the boundary) is summarised
             if role == "assistant" and not kept(e):  # (an assistant message heads its own unit)
-                out.append(Entry(None, history.item(
-                    Message("user", "[Summary] " + summary_of(m), ts=m.ts), origin=e.item.origin, inserted=True)))
+                summary = Message("user", "[Summary] " + summary_of(m), ts=m.ts)
+                out.append(Entry(None, Written(summary, view.size(summary), "summary", e.index)))
                 i += 1
                 while i < size and work[i].item.message.role == "tool":
                     r = work[i].index  # its own results go with it: their unit is not guarded
@@ -487,12 +563,13 @@ class TieredPolicy:
                 continue
             out.append(e)
             i += 1
-        return _Seq(history, [(0, settled), out, *entries.slice(boundary, n)])
+        return _Seq(view, [(0, settled), out, *entries.slice(boundary, n)])
 
-    def _marker(self, ctx: Context, ts: str | None) -> Entry:
-        return Entry(None, ctx.history.item(Message("user", COMPACTION_MARKER, ts=ts), inserted=True))
+    def _marker(self, view: View, ts: str | None) -> Entry:
+        marker = Message("user", COMPACTION_MARKER, ts=ts)
+        return Entry(None, Written(marker, view.size(marker), "marker"))
 
-    def _drop_middle(self, ctx: Context, entries: _Seq, target: int, units: _Units) -> Compaction:
+    def _drop_middle(self, view: View, entries: _Seq, target: int, units: _Units) -> Compaction:
         p = self.params
         n = len(entries)
         head_end = min(p.keep_first, n)
@@ -500,8 +577,8 @@ class TieredPolicy:
             head_end -= 1
         max_cut = max(n - p.keep_recent, 0)
         if head_end >= max_cut:
-            return self._keep_within(ctx, entries, target, units)
-        marker = self._marker(ctx, entries[head_end].message.ts)
+            return self._keep_within(view, entries, target, units)
+        marker = self._marker(view, entries[head_end].message.ts)
         fixed = entries.tokens_before(head_end) + marker.tokens
         total = entries.total
         # the first cut whose tail fits (the tail only shrinks as the cut moves on), else max_cut
@@ -514,13 +591,13 @@ class TieredPolicy:
         if cut == head_end:
             return Compaction(entries, "summarize")
         spared = [e for e in entries.entries(head_end, cut) if e.index is not None and units.protected(e.index)]
-        result = _Seq(ctx.history, [*entries.slice(0, head_end), [marker, *spared], *entries.slice(cut, n)])
+        result = _Seq(view, [*entries.slice(0, head_end), [marker, *spared], *entries.slice(cut, n)])
         if result.total > target:
-            cliff = self._keep_within(ctx, result, target, units)
+            cliff = self._keep_within(view, result, target, units)
             return cliff if cliff.level == "cliff" else Compaction(result, "drop")
         return Compaction(result, "drop")
 
-    def _keep_within(self, ctx: Context, entries: _Seq, budget: int, units: _Units) -> Compaction:
+    def _keep_within(self, view: View, entries: _Seq, budget: int, units: _Units) -> Compaction:
         """yoagent's `keep_within_budget`: the longest tail that fits, behind the marker (the cliff)."""
         n = len(entries)
         if not n:
@@ -533,8 +610,144 @@ class TieredPolicy:
         if start == 0:
             return Compaction(entries, "summarize")
         spared = [e for e in entries.entries(0, start) if e.index is not None and units.protected(e.index)]
-        marker = self._marker(ctx, entries[0].message.ts)
-        return Compaction(_Seq(ctx.history, [[marker, *spared], *entries.slice(start, n)]), "cliff")
+        marker = self._marker(view, entries[0].message.ts)
+        return Compaction(_Seq(view, [[marker, *spared], *entries.slice(start, n)]), "cliff")
+
+
+class PlainTiered(TieredPolicy):
+    """The reference: the same compaction on a plain list of the history's messages, worked out from
+    scratch at every request over the budget (yoagent's arithmetic and growth are `TieredPolicy`'s)."""
+
+    def decide(self, view: View) -> Sequence[Edit]:
+        end = self.scope_end(view)
+        if end == 0:
+            return ()
+        entries = [Entry(i, item) for i, item in enumerate(view.items[:end])]
+        live = _tokens(entries)
+        if self._last_total is not None:
+            self._samples += 1
+            self._growth_sum += max(0, live - self._last_total)
+        budget = self.budget(view)
+        self._last_total = live
+        if live <= budget:
+            return ()
+        ratio = self.effective_ratio(self.growth, budget)
+        target = self.target(budget, ratio)
+        level, entries = self._levels(view, entries, budget, target)
+        self._last_total = after = _tokens(entries)
+        spans = _spans_of(entries, end)
+        if not spans:
+            return ()
+        note = (f"level {level}: {end} -> {len(entries)} messages, {live:,} -> {after:,} tokens "
+                f"(budget {budget:,}, target {target:,}, ratio {ratio:.4f}, growth {self.growth:.1f}/turn)")
+        return (Edit(level, changes_of(view, spans), note),)
+
+    def _levels(self, view: View, entries: list[Entry], budget: int, target: int) -> tuple[str, list[Entry]]:
+        units = _Units(view)
+        level1 = [self._truncated(view, e) if e.message.role == "tool" else e for e in entries]
+        if _tokens(level1) <= budget:
+            return "truncate", level1
+        level2 = self._plain_summarize(view, level1, units)
+        if _tokens(level2) <= target:
+            return "summarize", level2
+        n = len(level2)
+        head_end = min(self.params.keep_first, n)
+        while head_end > 0 and _opens_calls(level2[head_end - 1]):
+            head_end -= 1
+        max_cut = max(n - self.params.keep_recent, 0)
+        if head_end >= max_cut:
+            return self._plain_keep_within(view, level2, target, units) or ("summarize", level2)
+        marker = self._marker(view, level2[head_end].message.ts)
+        fixed = _tokens(level2[:head_end]) + marker.tokens
+        # the first cut whose tail fits, else max_cut; then past any tool results
+        cut = next((i for i in range(head_end, max_cut + 1) if fixed + _tokens(level2[i:]) <= target), max_cut)
+        while cut < n and _is_result(level2[cut]):
+            cut += 1
+        if cut <= head_end:
+            return "summarize", level2
+        spared = [e for e in level2[head_end:cut] if e.index is not None and units.protected(e.index)]
+        dropped = level2[:head_end] + [marker, *spared] + level2[cut:]
+        if _tokens(dropped) > target:
+            return self._plain_keep_within(view, dropped, target, units) or ("drop", dropped)
+        return "drop", dropped
+
+    def _plain_summarize(self, view: View, entries: list[Entry], units: _Units) -> list[Entry]:
+        """Level 2: each assistant message before the recent ones becomes a one-line summary, its results go."""
+        n = len(entries)
+        if n <= self.params.keep_recent:
+            return entries
+        boundary = n - self.params.keep_recent
+        while 0 < boundary < n and _is_result(entries[boundary]):
+            boundary -= 1
+        if boundary == 0:
+            return entries
+        # a call whose results sit past the boundary (a user message in between) is kept whole
+        late = {units.head(e.index) for e in entries[boundary:] if e.index is not None and _is_result(e)}
+
+        def kept(e: Entry) -> bool:
+            return e.index is not None and (units.protected(e.index) or units.head(e.index) in late)
+
+        out: list[Entry] = []
+        i = 0
+        while i < boundary:
+            e = entries[i]
+            i += 1
+            if e.message.role == "assistant" and not kept(e):
+                summary = Message("user", "[Summary] " + summary_of(e.message), ts=e.message.ts)
+                out.append(Entry(None, Written(summary, view.size(summary), "summary", e.index)))
+                while i < boundary and _is_result(entries[i]):  # its own results go with it
+                    r = entries[i].index
+                    if r is not None and units.head(r) != e.index and kept(entries[i]):
+                        break
+                    i += 1
+            elif not (e.message.role == "tool" and not kept(e)):
+                out.append(e)
+        return out + entries[boundary:]
+
+    def _plain_keep_within(self, view: View, entries: list[Entry], budget: int,
+                           units: _Units) -> tuple[str, list[Entry]] | None:
+        """The cliff: the longest tail that fits, behind the marker (None when nothing would go)."""
+        n = len(entries)
+        start = next(s for s in range(n + 1) if _tokens(entries[s:]) <= budget)
+        while start < n and _is_result(entries[start]):
+            start += 1
+        if start == 0:
+            return None
+        spared = [e for e in entries[:start] if e.index is not None and units.protected(e.index)]
+        return "cliff", [self._marker(view, entries[0].message.ts), *spared, *entries[start:]]
+
+
+def _tokens(entries: Sequence[Entry]) -> int:
+    return sum(e.tokens for e in entries)
+
+
+def _spans_of(entries: Sequence[Entry], end: int) -> list[tuple[int, int, tuple[Written, ...]]]:
+    """`_Seq.spans` for a plain list: the history spans that change, and what is written there."""
+    out: list[tuple[int, int, tuple[Written, ...]]] = []
+    cursor, pending = 0, list[Written]()
+    for e in entries:
+        if e.index is None or not e.same:
+            pending.append(e.item)  # type: ignore[arg-type]
+            continue
+        if e.index > cursor or pending:
+            out.append((cursor, e.index, tuple(pending)))
+            pending = []
+        cursor = e.index + 1
+    if cursor < end or pending:
+        out.append((cursor, end, tuple(pending)))
+    return out
+
+
+REFERENCE = PlainTiered
+
+
+def removed_by(change: Change) -> tuple[Item, ...]:
+    """The items a change takes out of the history."""
+    if isinstance(change, (Drop, Summarize)):
+        return change.items
+    if isinstance(change, Insert):
+        return ()
+    return (change.item,)
 
 
 def summary_of(message: Message) -> str:

@@ -26,6 +26,9 @@ one beyond the limit becomes a stub, its call kept. A turn is an assistant messa
 with the user messages just before it and its tool results; a call and its
 results are always kept or dropped together. The zones have no hysteresis: a
 prompt that stays yellow is compressed again at every request, as in the seed.
+
+`PlainZones` (the module's REFERENCE) decides the same, counting each summary whole: the only state
+`zones` keeps is `SummarySizer`'s memo of summary lines.
 """
 
 from __future__ import annotations
@@ -34,11 +37,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ctxsim.history import Edit, History, SideCall, Splice
 from ctxsim.model import Message
 from ctxsim.params import field_doc
-from ctxsim.policies import Context, PolicyInfo, register
-from ctxsim.policies.recent import close_drop, drop_splices, replace_with, units
+from ctxsim.policies import PolicyInfo, register
+from ctxsim.policies._spans import Items, close_drop, picked, units
+from ctxsim.policies.base import Change, Drop, Edit, Replace, SideCall, Summarize, View
 from ctxsim.policies.truncate import first_line
 from ctxsim.tokens.bpe import SPLIT_PATTERNS
 
@@ -77,9 +80,9 @@ class ZonesParams:
             raise ValueError("summary_max_share must be in (0, 1]")
 
 
-def turn_starts(history: History) -> list[int]:
+def turn_starts(view: Items) -> list[int]:
     """Index where each turn starts: an assistant message, pulled back over the user messages before it."""
-    items = history.items
+    items = view.items
     out = []
     for i, item in enumerate(items):
         if item.message.role != "assistant":
@@ -169,7 +172,7 @@ class SummarySizer:
         self._last: tuple[str, _Pieces] | None = None  # the text of the summary sized last, its body's pieces
         self._pieced = False  # the message sized last was counted piece by piece
 
-    def __call__(self, ctx: Context, message: Message, parts: Sequence[str] | None = None,
+    def __call__(self, ctx: View, message: Message, parts: Sequence[str] | None = None,
                  bodies: Mapping[int, str] | None = None) -> int:
         """The message's tokens; `parts` and `bodies` as `summary_parts` returns them for its text, if known."""
         self._pieced = False
@@ -207,7 +210,7 @@ class SummarySizer:
         self._pieced = True
         return ctx.size(message.with_content("")) + total
 
-    def trimmed(self, ctx: Context, message: Message, tokens: int, cap: int) -> tuple[Message, int]:
+    def trimmed(self, ctx: View, message: Message, tokens: int, cap: int) -> tuple[Message, int]:
         """`message` (the summary this sizer sized last, `tokens`) without its oldest "- ..." entries, the
         fewest that bring it within `cap` tokens (the newest entry always stays); the message and its tokens.
 
@@ -242,7 +245,7 @@ class SummarySizer:
             self._last = (trimmed.content, body)
         return trimmed, total
 
-    def _bisected(self, ctx: Context, message: Message, cap: int, start: int) -> tuple[Message, int]:
+    def _bisected(self, ctx: View, message: Message, cap: int, start: int) -> tuple[Message, int]:
         """`trimmed` for a count that does not add up piece by piece: the fewest oldest entries to drop."""
         text = message.content
         cuts = [start]  # where the text goes on after dropping 0, 1, .. entries (the newest always stays)
@@ -304,12 +307,12 @@ class ZonesPolicy:
 
     def __init__(self, params: ZonesParams) -> None:
         self.params = params
-        self._summary_size = SummarySizer()
+        self._summary_size = SummarySizer()  # a memo of summary lines' sizes: the only state kept
 
-    def zone(self, ctx: Context) -> str:
+    def zone(self, view: View) -> str:
         p = self.params
-        window = p.window or ctx.window
-        share = ctx.history.prompt_tokens / window if window else 0.0
+        window = p.window or view.window
+        share = view.prompt_tokens / window if window else 0.0
         if share < p.yellow_at:
             return "green"
         if share < p.red_at:
@@ -318,68 +321,66 @@ class ZonesPolicy:
             return "red"
         return "critical"
 
-    def decide(self, ctx: Context) -> Sequence[Edit]:
-        zone = self.zone(ctx)
+    def decide(self, view: View) -> Sequence[Edit]:
+        zone = self.zone(view)
         if zone == "green":
             return ()
         if zone == "yellow":
-            return self._yellow(ctx)
+            return self._yellow(view)
         keep = self.params.red_keep_turns if zone == "red" else self.params.critical_keep_turns
-        return self._prune(ctx, zone, keep)
+        return self._prune(view, zone, keep)
 
-    # ------------------------------------------------------------ helpers
-    def _memory_stubs(self, ctx: Context, keep: int, skip: set[int]) -> list[Splice]:
+    # ------------------------------------------------------------ sizing a summary
+    def summary_size(self, view: View, message: Message, parts: Sequence[str], bodies: Mapping[int, str]) -> int:
+        return self._summary_size(view, message, parts, bodies)
+
+    def summary_trimmed(self, view: View, message: Message, tokens: int, cap: int) -> tuple[Message, int]:
+        return self._summary_size.trimmed(view, message, tokens, cap)
+
+    # ------------------------------------------------------------ the zones
+    def _memory_stubs(self, view: View, keep: int, skip: set[int]) -> list[Change]:
+        """Stubs for the memory chunks past the newest `keep` (their calls stay)."""
         p = self.params
         if not p.memory_tools:
             return []
-        history = ctx.history
-        chunks = [i for i, it in enumerate(history.items)
+        items = view.items
+        chunks = [i for i, it in enumerate(items)
                   if it.message.role == "tool" and it.message.name in p.memory_tools
                   and not it.cleared and not it.pinned and i not in skip]
-        old = chunks[: max(len(chunks) - keep, 0)]
-        out = []
-        for i in old:
-            item = history.items[i]
+        out: list[Change] = []
+        for i in chunks[: max(len(chunks) - keep, 0)]:
+            item = items[i]
             text = MEMORY_STUB.format(tool=item.message.name, tokens=item.tokens)
-            out.append(Splice(i, i + 1, (history.item(item.message.with_content(text), origin=item.origin,
-                                                      cleared=True),)))
+            out.append(Replace(item, item.message.with_content(text), tags=frozenset()))
         return out
 
-    def _yellow(self, ctx: Context) -> Sequence[Edit]:
+    def _yellow(self, view: View) -> Sequence[Edit]:
         p = self.params
-        history = ctx.history
-        n = len(history)
-        span = math.ceil(n * p.yellow_fraction)
+        items = view.items
+        span = math.ceil(len(items) * p.yellow_fraction)
         # a call in the span takes its results with it, even past the span
-        drop = close_drop(history, range(span), "drop")
-        edits: list[Edit] = []
-        splices: list[Splice] = []
-        calls: tuple[SideCall, ...] = ()
-        if len(drop) >= 2 or (drop and history.items[drop[0]].message.role != "summary"):
-            messages = [history.items[i].message for i in drop]
+        drop = close_drop(view, range(span), "drop")
+        changes: list[Change] = []
+        if len(drop) >= 2 or (drop and items[drop[0]].message.role != "summary"):
+            messages = [items[i].message for i in drop]
             parts, bodies = summary_parts(messages, p.line_chars)
             message = Message("summary", "\n".join(parts), ts=messages[-1].ts)
-            tokens = self._summary_size(ctx, message, parts, bodies)
+            tokens = self.summary_size(view, message, parts, bodies)
             if p.summary_max_share is not None:
-                window = p.window or ctx.window
-                message, tokens = self._summary_size.trimmed(ctx, message, tokens, int(window * p.summary_max_share))
-            summary = history.item(message, inserted=True, tokens=tokens)
-            splices.extend(replace_with(drop, summary))
-            read = sum(history.items[i].tokens for i in drop) + p.instruction_tokens
-            calls = (SideCall("summarize", read, summary.tokens, f"zones: summary of {len(drop)} messages"),)
-        dropped = set(drop)
-        splices.extend(self._memory_stubs(ctx, p.yellow_memory, dropped))
-        if splices:
-            splices.sort(key=lambda s: s.start)
-            edits.append(Edit("yellow", tuple(splices),
-                              f"yellow zone: summarised the oldest {len(drop)} messages", calls))
-        return edits
+                window = p.window or view.window
+                message, tokens = self.summary_trimmed(view, message, tokens, int(window * p.summary_max_share))
+            read = sum(items[i].tokens for i in drop) + p.instruction_tokens
+            call = SideCall("summarize", read, tokens, f"zones: summary of {len(drop)} messages")
+            changes.append(Summarize(picked(view, drop), message, call, tokens))
+        changes.extend(self._memory_stubs(view, p.yellow_memory, set(drop)))
+        if not changes:
+            return ()
+        return (Edit("yellow", tuple(changes), f"yellow zone: summarised the oldest {len(drop)} messages"),)
 
-    def _prune(self, ctx: Context, zone: str, keep_turns: int) -> Sequence[Edit]:
-        p = self.params
-        history = ctx.history
-        n = len(history)
-        starts = turn_starts(history)
+    def _prune(self, view: View, zone: str, keep_turns: int) -> Sequence[Edit]:
+        items = view.items
+        n = len(items)
+        starts = turn_starts(view)
         if not keep_turns:
             keep_from = n
         elif starts:
@@ -387,23 +388,46 @@ class ZonesPolicy:
         else:
             keep_from = 0
         keep = set(range(keep_from, n))
-        newest_result = next((i for i in range(n - 1, -1, -1) if history.items[i].message.role == "tool"), None)
-        head = units(history)
+        newest_result = next((i for i in range(n - 1, -1, -1) if items[i].message.role == "tool"), None)
+        head = units(view)
         if newest_result is not None:
             keep |= {i for i in range(n) if head[i] == head[newest_result]}
-        for i, item in enumerate(history.items):
+        for i, item in enumerate(items):
             if item.pinned or item.message.role == "system":
                 keep.add(i)
         keep_heads = {head[i] for i in keep}
-        drop = [i for i in range(n) if head[i] not in keep_heads]
-        drop = close_drop(history, drop, "keep", head)
-        splices = list(drop_splices(drop))
-        splices.extend(self._memory_stubs(ctx, p.red_memory, set(drop)))
-        if not splices:
+        drop = close_drop(view, [i for i in range(n) if head[i] not in keep_heads], "keep", head)
+        changes: list[Change] = [Drop(picked(view, drop))] if drop else []
+        changes.extend(self._memory_stubs(view, self.params.red_memory, set(drop)))
+        if not changes:
             return ()
-        splices.sort(key=lambda s: s.start)
         note = f"{zone} zone: kept the last {keep_turns} turns, dropped {len(drop)} messages"
-        return (Edit(zone, tuple(splices), note),)
+        return (Edit(zone, tuple(changes), note),)
+
+
+class PlainZones(ZonesPolicy):
+    """The reference: the same zones, each summary counted whole and cut one oldest line at a time.
+
+    `zones` keeps one thing between requests, a memo that counts a summary's lines once per session;
+    here every summary is counted as the replay counts any message (`view.size`)."""
+
+    def summary_size(self, view: View, message: Message, parts: Sequence[str], bodies: Mapping[int, str]) -> int:
+        return view.size(message)
+
+    def summary_trimmed(self, view: View, message: Message, tokens: int, cap: int) -> tuple[Message, int]:
+        text = message.content
+        start = text.find("\n-")  # the head ends here; each entry follows a "\n-"
+        head, entries = text[:start], text[start:].split("\n-")[1:]
+        if tokens <= cap or start < 0 or len(entries) < 2:
+            return message, tokens
+        while len(entries) > 1 and tokens > cap:  # the oldest entry goes; the newest always stays
+            entries = entries[1:]
+            message = message.with_content(head + "".join("\n-" + e for e in entries))
+            tokens = view.size(message)
+        return message, tokens
+
+
+REFERENCE = PlainZones
 
 
 register(PolicyInfo(
