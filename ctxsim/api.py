@@ -79,7 +79,7 @@ def replay_choices(trace: Trace, path: str, choices: Sequence[Choice], options: 
 # runner's, not part of the policy contract.
 REPLAY_WEIGHTS: dict[str, float] = {
     "scored": 7.4, "clear": 2.8, "hierarchical": 2.6, "mask": 2.3, "compact": 2.2, "tiered": 2.2, "zones": 2.2,
-    "recent": 2.1, "server_compact": 1.9, "notes": 1.5, "truncate": 1.3, "amortized": 1.2,
+    "recent": 2.1, "oracle": 2.0, "server_compact": 1.9, "notes": 1.5, "truncate": 1.3, "amortized": 1.2,
 }
 
 

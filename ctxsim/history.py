@@ -98,7 +98,6 @@ class Applied:
 
 by_position = attrgetter("pos")  # sort key: an item's place in the live history
 
-Entry = tuple[tuple[Item, ...], tuple[Item, ...]]  # a journalled splice: the items removed, those put in
 
 
 class History:
@@ -120,15 +119,6 @@ class History:
         self._result: dict[str, Item] = {}  # tool call id -> its result item
         # Tokens of the prompt by column (ctxsim.composition), the head (tools + system) included.
         self.composition: dict[str, int] = {HEAD: base_tokens}
-        # Every item ever appended, in order (items a policy splices in are not logged). A policy
-        # that keeps state reads `log[seen:]` to learn what arrived since it last decided: O(new).
-        self.log: list[Item] = []
-        # The splices applied while a policy follows them (see `follow`): (the items each removed,
-        # the items it put in their place). Entries are kept from the oldest position a follower has
-        # yet to read; none at all while no policy follows (removed items are not kept alive).
-        self._journal: list[Entry] = []
-        self._journal_base = 0  # entries dropped before _journal[0]
-        self._followers: dict[int, int] = {}  # id(follower) -> the journal position it reads from next
 
     # ------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -167,27 +157,6 @@ class History:
         """The call with this id, as the message holding it in the history has it (None when none does)."""
         return self._call.get(call_id or "") if (call_id or "") in self._holder else None
 
-    # ------------------------------------------------------------ the journal of edits
-    @property
-    def journal_end(self) -> int:
-        """The position the next splice applied takes in the journal."""
-        return self._journal_base + len(self._journal)
-
-    def follow(self, follower: object, position: int) -> None:
-        """`follower` reads the journal from `position` on; what no follower needs is dropped."""
-        self._followers[id(follower)] = position
-        low = min(min(self._followers.values()), self.journal_end)  # a position ahead: splices yet to come
-        if low > self._journal_base:
-            del self._journal[: low - self._journal_base]
-            self._journal_base = low
-
-    def journal_from(self, position: int) -> list[Entry] | None:
-        """The splices applied from `position` on, in order; None when some were dropped (no
-        follower had asked for them)."""
-        if position < self._journal_base:
-            return None
-        return self._journal[position - self._journal_base:]
-
     # ------------------------------------------------------------ building
     def item(self, message: Message, origin: int = -1, tokens: int | None = None, **flags: object) -> Item:
         size = self._size(message) if tokens is None else tokens
@@ -197,7 +166,6 @@ class History:
         """Add `item` at the end; `column` is its composition column when the caller knows it."""
         items = self.items
         item.pos = len(items)
-        self.log.append(item)
         items.append(item)
         tokens = item.tokens
         blocks = item.blocks
@@ -246,8 +214,6 @@ class History:
                         f"policy {policy}: edit touches pinned message (session index {item.origin})"
                     )
             removed.extend(old)
-            if self._followers:
-                self._journal.append((tuple(old), s.new))
             self.items[s.start : s.end] = s.new
             self._tokens[s.start : s.end] = [item.tokens for item in s.new]
             self._nblocks[s.start : s.end] = [item.blocks for item in s.new]

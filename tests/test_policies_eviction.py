@@ -591,31 +591,3 @@ def test_scored_following_other_stages_decides_as_starting_over(spec, monkeypatc
     monkeypatch.setattr(ScoredPolicy, "_follow", lambda self, replaced: False)  # rebuild instead
     monkeypatch.setattr(ScoredPolicy, "_keep_up", lambda self, history: None)  # file only when over
     assert replay_choices(trace, "t.jsonl", resolve([spec]), Options(jobs=1, tokenizer="chars4")).dumps() == patched
-
-
-def test_the_journal_keeps_only_what_a_follower_has_yet_to_read():
-    from ctxsim.history import Edit, Splice
-
-    history, _ = history_of([Message("user", f"message {i}") for i in range(6)])
-
-    def stub(i: int) -> Edit:
-        old = history.items[i]
-        return Edit("stub", (Splice(i, i + 1, (history.item(old.message.with_content("[gone]"), old.origin),)),))
-
-    history.apply(stub(0), "a")
-    assert history.journal_end == 0 and history.journal_from(0) == []  # no follower: nothing kept
-    first, second = object(), object()
-    history.follow(first, history.journal_end)
-    history.follow(second, history.journal_end)
-    before = history.items[1]
-    history.apply(stub(1), "a")
-    history.apply(Edit("drop", (Splice(4, 6),)), "a")
-    entries = history.journal_from(0)
-    assert [(len(old), len(new)) for old, new in entries] == [(1, 1), (2, 0)]
-    assert entries[0][0] == (before,) and entries[0][1] == (history.items[1],)
-    history.follow(first, history.journal_end)  # first has read both; second has not: both kept
-    assert len(history.journal_from(0)) == 2
-    history.follow(second, 1)  # second has read the first one
-    assert history.journal_from(0) is None and len(history.journal_from(1)) == 1  # the first is gone
-    history.follow(second, history.journal_end + 3)  # a position ahead (its own splices to come)
-    assert history.journal_end == 2 and history.journal_from(2) == []

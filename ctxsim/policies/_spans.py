@@ -5,9 +5,6 @@ a unit of its own. Units are what can be dropped without leaving a result withou
 call without its result). The functions read a policy's `View` (its `items`, `result_of`,
 `holder_of`) and speak of positions in `view.items`; a policy turns the positions it chose into the
 items its edits name (`picked`).
-
-`drop_splices` and `replace_with` build the old position-based splices for the policies not yet on
-the contract (policies.base); they go when those do.
 """
 
 from __future__ import annotations
@@ -15,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Literal, Protocol
 
-from ctxsim.history import Item, Splice
+from ctxsim.history import Item
 
 
 class Items(Protocol):
@@ -124,14 +121,3 @@ def runs(indices: Iterable[int]) -> list[tuple[int, int]]:
         else:
             out.append((i, i + 1))
     return out
-
-
-def replace_with(indices: Iterable[int], new: Item) -> tuple[Splice, ...]:
-    """Splices that drop `indices` and put `new` where the first of them was (transitional)."""
-    spans = runs(indices)
-    return tuple(Splice(s, e, (new,) if k == 0 else ()) for k, (s, e) in enumerate(spans))
-
-
-def drop_splices(indices: Iterable[int]) -> tuple[Splice, ...]:
-    """Contiguous runs of indices as dropping splices (transitional)."""
-    return tuple(Splice(start, end) for start, end in runs(set(indices)))

@@ -83,7 +83,8 @@ class View:
 
     @property
     def history(self) -> History:
-        """The history itself. Transitional: policies read the view's members instead."""
+        """The engine's own history, for the engine's tests and measuring probes; a policy reads the members
+        below (what it may rely on), never this."""
         return self._history
 
     @property

@@ -218,7 +218,6 @@ class OraclePolicy:
 
     name = "oracle"
     bound = True  # reports show it as the bound, never as a choice (never starred)
-    relative_cost = 2.0
 
     def __init__(self, params: OracleParams,
                  rules: tuple[Holds, Callable[[Session], dict[int, frozenset[str]]]] | None = None) -> None:

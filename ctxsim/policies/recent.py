@@ -29,10 +29,6 @@ from ctxsim.policies import PolicyInfo, register
 from ctxsim.policies._spans import head_tail_drop, picked
 from ctxsim.policies.base import Drop, Edit, View
 
-# Transitional: the policies not yet on the contract import these from here.
-from ctxsim.policies._spans import close_drop, drop_splices, replace_with, runs, unit_head, unit_members, units  # noqa: F401,E402,I001
-from ctxsim.policies._watch import EditWatch  # noqa: F401,E402
-
 
 @dataclass(frozen=True)
 class RecentParams:
@@ -47,7 +43,6 @@ class RecentParams:
 
 class RecentPolicy:
     name = "recent"
-    relative_cost = 2.1  # replay time against `none`: see replay_weight
 
     def __init__(self, params: RecentParams) -> None:
         self.params = params

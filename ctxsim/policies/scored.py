@@ -249,7 +249,6 @@ class ScoredPolicy:
     """
 
     name = "scored"
-    relative_cost = 7.4  # replay time against `none`: see replay_weight
 
     def __init__(self, params: ScoredParams) -> None:
         self.params = params

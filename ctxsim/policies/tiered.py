@@ -342,7 +342,6 @@ class TieredPolicy:
     """
 
     name = "tiered"
-    relative_cost = 2.2  # replay time against `none`: see replay_weight
 
     def __init__(self, params: TieredParams) -> None:
         self.params = params

@@ -303,7 +303,6 @@ class SummarySizer:
 
 class ZonesPolicy:
     name = "zones"
-    relative_cost = 2.2  # replay time against `none`: see replay_weight
 
     def __init__(self, params: ZonesParams) -> None:
         self.params = params

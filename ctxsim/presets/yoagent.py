@@ -42,9 +42,8 @@ from ctxsim.presets import Preset, register
 
 if TYPE_CHECKING:  # the engine imports the policies; load it only when a replay runs
     from ctxsim.engine import PolicyRun
-    from ctxsim.history import Edit
     from ctxsim.model import Trace
-    from ctxsim.policies import Context
+    from ctxsim.policies.base import Context, Edit
 
 FRAMING = Framing(message_tokens=4, tool_call_tokens=8, tool_result_tokens=4, count_tool_result_name=True,
                   count_call_name=True)
@@ -91,7 +90,7 @@ class BytesProbe:
         self._items: list[Any] = []
 
     def decide(self, ctx: Context) -> Sequence[Edit]:
-        items = ctx.history.items
+        items = ctx.items
         same = 0
         limit = min(len(items), len(self._items))
         while same < limit and items[same] is self._items[same]:
