@@ -5,16 +5,35 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from ctxsim.cli import app, default_trace, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, CalibrateOpt, ForceOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt,
-    ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt, WindowOpt, options, spec_files, totals_json,
+    CacheOpt,
+    CacheTtlOpt,
+    CalibrateOpt,
+    ForceOpt,
+    FormatOpt,
+    FramingOpt,
+    JobsOpt,
+    JsonOpt,
+    MaxInputBytesOpt,
+    MaxLineBytesOpt,
+    MaxMessagesOpt,
+    ModelOpt,
+    OutputOpt,
+    ProviderOpt,
+    ReserveOpt,
+    SkipBadOpt,
+    TokenizerOpt,
+    WindowOpt,
+    options,
+    set_limits,
+    spec_files,
+    totals_json,
 )
-from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 from ctxsim.errors import CtxsimError
 
 DEFAULT_POLICIES = ("none,clear,compact,clear+compact,truncate,tiered,mask,recent,zones,scored,hierarchical,"
@@ -24,15 +43,15 @@ DEFAULT_POLICIES = ("none,clear,compact,clear+compact,truncate,tiered,mask,recen
 @app.command()
 @guarded
 def compare(
-    traces: Annotated[Optional[list[str]], typer.Argument(
+    traces: Annotated[list[str] | None, typer.Argument(
         help="Trace file or folder, any supported format; several traces (files, folders of several, globs): "
              "a corpus compare, one row per policy across them (as `ctxsim sweep`). Default: the shipped sample "
              "trace.")] = None,
-    policies: Annotated[Optional[list[str]], typer.Option(
+    policies: Annotated[list[str] | None, typer.Option(
         "--policies", "--policy", "-p",
         help="Comma-separated policy specs, presets, A+B pipelines or policy files, repeatable; `none` is always "
              f"added as the baseline. Default: {DEFAULT_POLICIES}.", show_default=False)] = None,
-    providers: Annotated[Optional[str], typer.Option(
+    providers: Annotated[str | None, typer.Option(
         help="Comma-separated providers (PROVIDER or PROVIDER:MODEL) to price every policy under.")] = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
@@ -49,7 +68,7 @@ def compare(
     as_json: JsonOpt = False,
     wide: Annotated[bool, typer.Option("--wide", help="Every column, however wide the terminal.")] = False,
     output: OutputOpt = None,
-    image_base_url: Annotated[Optional[str], typer.Option(
+    image_base_url: Annotated[str | None, typer.Option(
         "--image-base-url", help="-o DIR: the URL the bundle's charts will be served under (e.g. where CI uploads "
                                  "it); report.md shows them as images from there, else leaves them out with a "
                                  "note.")] = None,
@@ -96,9 +115,8 @@ def compare(
     if as_json:
         typer.echo(json.dumps(totals_json(result), indent=1, sort_keys=True))
     else:
-        from ctxsim.reports._terminal import head_lines
-
         from ctxsim.reports._compare_table import fit
+        from ctxsim.reports._terminal import head_lines
 
         table = compare_table(result)
         for line in head_lines(result):

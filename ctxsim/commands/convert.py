@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from ctxsim.cli import app, fail, guarded
-from ctxsim.commands._options import ForceOpt
-from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
+from ctxsim.commands._options import ForceOpt, MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 from ctxsim.commands.inspect import FormatOpt, SkipOpt, TracesArg, read_inputs
 
 
@@ -16,7 +15,7 @@ from ctxsim.commands.inspect import FormatOpt, SkipOpt, TracesArg, read_inputs
 @guarded
 def convert_command(
     traces: TracesArg,
-    output: Annotated[Optional[str], typer.Option("-o", "--output", help="The native JSONL file to write "
+    output: Annotated[str | None, typer.Option("-o", "--output", help="The native JSONL file to write "
                                                                         "('-' for stdout).")] = None,
     fmt: FormatOpt = None,
     skip_bad_lines: SkipOpt = False,
@@ -37,7 +36,6 @@ def convert_command(
 
     if output is None:
         fail("missing -o OUT.jsonl (or -o - for stdout)")
-        return
     set_limits(max_line_bytes, max_input_bytes, max_messages)
     if output != "-":  # refused before reading, not after
         check_output(output, traces, force)

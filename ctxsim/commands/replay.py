@@ -4,23 +4,43 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from ctxsim.cli import app, default_trace, fail, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, CalibrateOpt, ForceOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt, OutputOpt,
-    ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, spec_files, totals_json,
+    CacheOpt,
+    CacheTtlOpt,
+    CalibrateOpt,
+    ForceOpt,
+    FormatOpt,
+    FramingOpt,
+    JobsOpt,
+    JsonOpt,
+    MaxInputBytesOpt,
+    MaxLineBytesOpt,
+    MaxMessagesOpt,
+    ModelOpt,
+    OutputOpt,
+    ProviderOpt,
+    ReserveOpt,
+    SkipBadOpt,
+    TokenizerOpt,
+    TraceArg,
+    WindowOpt,
+    options,
+    set_limits,
+    spec_files,
+    totals_json,
 )
-from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 
 
 @app.command()
 @guarded
 def replay(
     trace: TraceArg = None,
-    policy: Annotated[Optional[list[str]], typer.Option(
+    policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help="NAME[:k=v,...], a preset, A+B (pipeline), FILE.toml[#name] or an Anthropic "
         "context_management FILE.json; repeat, or separate with commas, to replay several.")] = None,
     provider: ProviderOpt = None,
@@ -33,7 +53,7 @@ def replay(
     framing: FramingOpt = None,
     calibrate: CalibrateOpt = True,
     skip_bad_lines: SkipBadOpt = False,
-    every: Annotated[Optional[int], typer.Option(help="Show every k-th request in the context table.")] = None,
+    every: Annotated[int | None, typer.Option(help="Show every k-th request in the context table.")] = None,
     fmt: FormatOpt = None,
     jobs: JobsOpt = None,
     as_json: JsonOpt = False,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -20,17 +20,17 @@ FORMAT_HELP = ("table, md, csv, parquet, png, svg, or bundle (run.json, report.m
 @guarded
 def report(
     run: Annotated[Path, typer.Argument(help="Run artefact (run.json) written by `replay -o` or `compare -o`.")],
-    fmt: Annotated[Optional[str], typer.Option("-f", "--format", help=FORMAT_HELP)] = None,
-    output_text: Annotated[Optional[str], typer.Option(
+    fmt: Annotated[str | None, typer.Option("-f", "--format", help=FORMAT_HELP)] = None,
+    output_text: Annotated[str | None, typer.Option(
         "-o", "--output", help="File to write (a folder for bundle, or for several charts); default: stdout "
                                "for table, md and csv.")] = None,
-    chart: Annotated[Optional[list[str]], typer.Option(
+    chart: Annotated[list[str] | None, typer.Option(
         "--chart", help="png/svg: which chart (repeat for several): composition, context, cost, pareto, tokens. "
                         "Default: context for one file, every chart for a folder.")] = None,
     table: Annotated[str, typer.Option(help="csv/parquet: which tidy table: requests, runs or events.")] = "requests",
     with_charts: Annotated[bool, typer.Option(
         "--charts/--no-charts", help="md written to a file: also write its charts beside it and link them.")] = True,
-    image_base_url: Annotated[Optional[str], typer.Option(
+    image_base_url: Annotated[str | None, typer.Option(
         "--image-base-url", help="md and bundle: the URL the charts will be served under (e.g. where CI uploads "
                                  "the folder); report.md shows them as images from there. Without it, report.md "
                                  "leaves them out with a note (a PR comment cannot show relative images).")] = None,
@@ -38,10 +38,17 @@ def report(
 ) -> None:
     """Render a run artefact as terminal tables, Markdown, CSV, Parquet or charts (PNG, SVG)."""
     from ctxsim._support.fileio import check_folder, check_output, output_path
-    from ctxsim.reports import FORMATS, TABLES, bundle_entry, guess_format, markdown_links, render, write_bundle
+    from ctxsim.reports import (
+        FORMATS,
+        TABLES,
+        bundle_entry,
+        check_image_base_url,
+        guess_format,
+        markdown_links,
+        render,
+        write_bundle,
+    )
     from ctxsim.reports._common import load_run
-
-    from ctxsim.reports import check_image_base_url
 
     check_image_base_url(image_base_url)
     output = output_path(output_text) if output_text is not None else None
@@ -59,7 +66,6 @@ def report(
     if fmt == "bundle":
         if output is None:
             fail("bundle: give the folder to write with -o")
-            return
         # the bundle's own run.json (report DIR/run.json -o DIR) is read whole, then rewritten from itself
         own = os.path.exists(output / "run.json") and os.path.samefile(run, output / "run.json") \
             if os.path.exists(run) else False

@@ -13,14 +13,24 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from ctxsim.cli import app, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, CalibrateOpt, FormatOpt, FramingOpt, ModelOpt, ProviderOpt, ReserveOpt, SkipBadOpt,
-    TokenizerOpt, WindowOpt, options,
+    CacheOpt,
+    CacheTtlOpt,
+    CalibrateOpt,
+    FormatOpt,
+    FramingOpt,
+    ModelOpt,
+    ProviderOpt,
+    ReserveOpt,
+    SkipBadOpt,
+    TokenizerOpt,
+    WindowOpt,
+    options,
 )
 from ctxsim.errors import CtxsimError
 
@@ -54,11 +64,20 @@ def _progress(total: int, description: str) -> Iterator[Callable[[int], None]]:
     from ctxsim.reports._progress import is_terminal
 
     if total <= 0 or not is_terminal(sys.stderr):
-        yield lambda n=1: None
+        def unseen(n: int = 1) -> None:
+            """No terminal, or nothing to do: no bar."""
+
+        yield unseen
         return
     from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    TextColumn("eta"), TimeRemainingColumn(), console=Console(file=sys.stderr, force_terminal=True),
@@ -171,10 +190,10 @@ def policy_table(report: Any) -> Any:
                     "baseline" if d["policy"] == report.baseline_label() else
                     (d["saving_pct"] + "%" if d["saving_pct"] != "n/a" else "n/a"),
                     f"{int(d['sessions_over_window']):,}", f"{int(d['peak_context_tokens']):,}",
-                    _money(d["summarizer_cost_usd"]), f"{int(d['events']):,}"] + [d[c] for c in loss])
+                    _money(d["summarizer_cost_usd"]), f"{int(d['events']):,}", *(d[c] for c in loss)])
     return TableData(f"policies across {len(report.plan.inputs):,} trace(s) (costs per the traces' timing)",
                      ["policy", "budget", "sessions", "requests", "cost", "saving", "vs none", "over window",
-                      "peak context", "summarizer", "events"] + loss, out, left=2)
+                      "peak context", "summarizer", "events", *loss], out, left=2)
 
 
 def session_table(report: Any) -> Any:
@@ -231,16 +250,16 @@ def sweep(
     policies: Annotated[str, typer.Option(
         help="Comma-separated policy specs, presets, A+B pipelines or policy files; `none` is always added.")]
     = DEFAULT_POLICIES,
-    budgets: Annotated[Optional[str], typer.Option(
+    budgets: Annotated[str | None, typer.Option(
         help="Comma-separated budgets: tokens (50k) or fractions of the window (60%); default: the policies as "
              "written.")] = None,
-    output: Annotated[Optional[Path], typer.Option(
+    output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="Output folder (manifest, tables, Parquet dataset); resumable. Default: none.")]
     = None,
-    jobs: Annotated[Optional[int], typer.Option(
+    jobs: Annotated[int | None, typer.Option(
         "--jobs", "-j", help="Processes (this one included) on the local pool; with --cluster local, its workers "
                              "(2 by default). Default: one per core.")] = None,
-    cluster: Annotated[Optional[str], typer.Option(
+    cluster: Annotated[str | None, typer.Option(
         help="Run the cells on a Dask cluster: a scheduler ADDRESS (tcp://host:8786), or `local` for a "
              "LocalCluster of worker processes. Needs the dask extra; traces and -o must be on paths the "
              "workers see.")] = None,

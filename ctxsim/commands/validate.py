@@ -16,8 +16,9 @@ from ctxsim.commands.inspect import FormatOpt, SkipOpt, TokenizerOpt, TracesArg,
 @guarded
 def validate_command(
     traces: TracesArg,
-    calibrate: Annotated[bool, typer.Option("--calibrate/--no-calibrate", help="Fit the hidden prefix, the token "
-                                            "scale and the per-message overhead first (default), or replay raw.")] = True,
+    calibrate: Annotated[bool, typer.Option(
+        "--calibrate/--no-calibrate", help="Fit the hidden prefix, the token scale and the per-message overhead "
+        "first (default), or replay raw.")] = True,
     priors_only: Annotated[bool, typer.Option("--priors-only", help="Calibrate from the shipped priors only: no "
                                               "fit, each session part anchored on its first request.")] = False,
     worst: Annotated[int, typer.Option(help="How many of the worst requests to list.")] = 10,
