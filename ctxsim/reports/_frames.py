@@ -13,8 +13,8 @@ from typing import Any
 
 from ctxsim.errors import CtxsimError
 from ctxsim.meter import MONEY_FIELDS, EventRecord, Row
-from ctxsim.run import RunResult
 from ctxsim.reports._common import labels
+from ctxsim.run import RunResult
 
 MONEY = (*MONEY_FIELDS, "summarize_cost_usd", "own_cost_usd")  # a row's, and the run total of summarizer calls
 NULLABLE_INT = ("recorded_input_tokens", "recorded_cache_read_tokens")
