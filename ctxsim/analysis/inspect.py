@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from ctxsim.tokens.counting import MessageSizer
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import FileReport
 from ctxsim.meter import percentile
@@ -28,6 +27,7 @@ from ctxsim.model import Message, Session, Trace
 from ctxsim.pricing import Bill, Pricer, price_data_version
 from ctxsim.redact import preview
 from ctxsim.tokens import TokenCounter, get_tokenizer, label
+from ctxsim.tokens.counting import MessageSizer
 
 GROUPINGS = ("day", "session", "model")
 TIMELINE_ROWS = 200  # longer timelines show every k-th request in text (all of them in --json)
@@ -349,10 +349,10 @@ def inspect_trace(trace: Trace, files: list[FileReport] | None = None, tokenizer
                      "its requests are not counted")
     results.sort(key=lambda x: (-x["tokens"], x["session"], x["after_request"]))
     results = results[:largest]
-    for r in results:
-        text = r.pop("message").content
+    for largest_result in results:
+        text = largest_result.pop("message").content
         if include_content:
-            r["preview"] = preview(text, 70)
+            largest_result["preview"] = preview(text, 70)
     jumps.sort(key=lambda x: (-abs(x["growth_tokens"]), x["request"]))
     composition = Composition(
         label(counter.tokenizer), dict(by_role), dict(sorted(by_tool.items(), key=lambda kv: -kv[1]["carried"])),
@@ -363,8 +363,8 @@ def inspect_trace(trace: Trace, files: list[FileReport] | None = None, tokenizer
     subagents = sum(1 for s in trace.sessions if s.extra.get("agent_id"))
     from ctxsim.recorded import own_cost_json
 
-    return Inspection(trace.name, [f for f in files or [] if f.format], infos, requests, totals, compactions, subagents, not_read,
-                      composition, notes, price_data_version(), own_cost_json(trace))
+    return Inspection(trace.name, [f for f in files or [] if f.format], infos, requests, totals, compactions,
+                      subagents, not_read, composition, notes, price_data_version(), own_cost_json(trace))
 
 
 
@@ -467,7 +467,7 @@ def tables(insp: Inspection, by: str | None = None, timeline: bool = True) -> tu
                                _n(r.cache_write_tokens + r.cache_write_1h_tokens) if r.has_usage else "-",
                                _n(r.output_tokens) if r.has_usage else "-", _money(r.cost_usd) if r.has_usage else "-",
                                f"{r.growth_tokens:+,}" if r.growth_tokens is not None else "",
-                               "; ".join(r.events + [", ".join(r.arrived[:3]) + (" ..." if len(r.arrived) > 3 else "")])
+                               "; ".join([*r.events, ", ".join(r.arrived[:3]) + (" ..." if len(r.arrived) > 3 else "")])
                                .strip("; ")]
                               for r in shown], left=3))
     notes = [f"prices: {insp.prices}"]
