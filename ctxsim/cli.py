@@ -54,7 +54,7 @@ def _global_options(
         "--version", callback=_version, is_eager=True, help="Print ctxsim's version and exit.")] = False,
 ) -> None:
     """Replay recorded LLM-agent traces under context-management policies and meter what they cost."""
-    global _debug  # noqa: PLW0603  one flag, set once per run by the root callback, read by the error handler
+    global _debug
     _debug = debug
 
 

@@ -44,7 +44,7 @@ def convert_command(
         native.write(trace, sys.stdout)
         return
     with atomic_write(output, force=force) as out:
-        native.write(trace, out)  # type: ignore[arg-type]
+        native.write(trace, out)
     messages = sum(len(s.messages) for s in trace.sessions)
     requests = sum(s.requests for s in trace.sessions)
     formats = ", ".join(sorted({f.format for f in report}))

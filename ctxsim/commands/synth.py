@@ -55,7 +55,7 @@ def synth(
     from ctxsim._support.fileio import atomic_write
 
     with atomic_write(output, force=force) as out:
-        native.write(trace, out)  # type: ignore[arg-type]
+        native.write(trace, out)
     typer.echo(f"wrote {output}: {sum(len(s.messages) for s in trace.sessions):,} messages", err=True)
 
 
