@@ -14,8 +14,8 @@ seed 000 keeps off the message, nor for tool schemas). Thinking, which seed 000'
 have, is counted when a trace has it. Cleared results get seed 000's stub text (`stub=ctxkit`).
 """
 
-from ctxsim.tokens.counting import Framing
 from ctxsim.presets import Preset, register
+from ctxsim.tokens.counting import Framing
 
 STAGES = (
     "notes:max_tokens=1500",
