@@ -6,18 +6,18 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from ctxsim._support.collector import gc_paused
-from ctxsim.tokens.counting import Framing, MessageSizer
+from ctxsim._support.parallel import at_most, plan_jobs, run_ordered
 from ctxsim.engine import DEFAULT_RESERVE, PolicyRun, Replayer, Setup
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import FileReport, SessionStream, read_traces
 from ctxsim.model import Session, Trace
-from ctxsim._support.parallel import at_most, plan_jobs, run_ordered
 from ctxsim.params import as_dict
 from ctxsim.policies import replay_weight
 from ctxsim.policies.spec import Choice, resolve
 from ctxsim.recorded import RecordedSum, calibration_entry, not_calibrated
 from ctxsim.run import RunResult, add_recorded_gap, manifest, recorded_block
 from ctxsim.tokens import DEFAULT, TokenCounter, get_tokenizer, label
+from ctxsim.tokens.counting import Framing, MessageSizer
 
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1", "google": "gemini-2.5-pro",
                   "deepseek": "deepseek-chat"}
@@ -100,10 +100,10 @@ def _tasks(trace: Trace, choices: Sequence[Choice], options: Options, providers:
     if providers:
         targets = []
         for entry in providers:
-            name, _, model = entry.partition(":")
-            if not model and name not in DEFAULT_MODELS and not options.model:
+            name, _, given = entry.partition(":")
+            if not given and name not in DEFAULT_MODELS and not options.model:
                 raise CtxsimError(f"--providers: no default model for {name!r}; write {name}:MODEL")
-            targets.append((name, model or options.model or DEFAULT_MODELS.get(name)))
+            targets.append((name, given or options.model or DEFAULT_MODELS.get(name)))
     for provider, model in targets:
         for choice in choices:
             tokenizer, framing, setup = _setup_for(choice, options)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cache
 from importlib.metadata import version
@@ -114,8 +114,8 @@ class Pricer:
         key = int(ts_s // 3600) if ts_s is not None else None  # price changes land on the hour
         prices = self._prices_memo.get(key)
         if prices is None:
-            moment = datetime.fromtimestamp(ts_s, tz=timezone.utc) if ts_s is not None else None
-            prices = self._model.get_prices(moment or datetime.now(tz=timezone.utc))
+            moment = datetime.fromtimestamp(ts_s, tz=UTC) if ts_s is not None else None
+            prices = self._model.get_prices(moment or datetime.now(tz=UTC))
             self._prices_memo[key] = prices
         return prices
 
@@ -137,7 +137,7 @@ class Pricer:
     def _bill_cost(self, bill: Bill, card: tuple) -> Decimal:
         base, read_rate, write_rate, hour_rate, out_rate = card
         uncached = bill.input_tokens
-        total = Decimal(0)
+        total: Decimal = Decimal(0)
         if bill.cache_read_tokens and read_rate is not None:
             total += bill.cache_read_tokens * read_rate
             uncached -= bill.cache_read_tokens
@@ -188,4 +188,5 @@ class Pricer:
         }
         if bill.cache_write_1h_tokens and prices.cache_write_mtok is not None:
             kwargs["cache_write_1h_tokens"] = bill.cache_write_1h_tokens
-        return prices.calc_price(Usage(**kwargs))["total_price"]
+        price: Decimal = prices.calc_price(Usage(**kwargs))["total_price"]
+        return price

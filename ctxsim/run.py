@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from ctxsim import __version__
+from ctxsim._support.fileio import atomic_write
 from ctxsim.composition import Composition
 from ctxsim.engine import PolicyRun, Replayer
 from ctxsim.errors import CtxsimError
-from ctxsim._support.fileio import atomic_write
 from ctxsim.meter import EventRecord, Row, Totals, _field_names
 from ctxsim.params import as_dict
 from ctxsim.pricing import price_data_latest_change, price_data_version
