@@ -2,14 +2,13 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 
 @pytest.fixture(autouse=True)
-def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing in the suite may reach the network."""
 
     def refuse(*args: object, **kwargs: object) -> None:
@@ -17,7 +16,6 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
-    yield
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:
