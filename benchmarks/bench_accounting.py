@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -138,7 +137,7 @@ def main() -> None:
         head += ["ccusage s", "ccusage MiB", "time ratio", "memory ratio", "ccusage input", "ccusage USD"]
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
     for r in [head, *rows]:
-        print("  ".join(str(c).rjust(w) for c, w in zip(r, widths)))
+        print("  ".join(str(c).rjust(w) for c, w in zip(r, widths, strict=False)))
     by = {r[0].split(" ")[0]: float(r[2]) for r in rows}
     if "20" in by and "200" in by:
         print(f"\npeak RSS, 200 files / 20 files: {by['200'] / by['20']:.2f} (bounded by the largest session: ~1)")
