@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ctxsim._support.collector import gc_paused
 from ctxsim._support.parallel import at_most, plan_jobs, run_ordered
@@ -150,14 +151,14 @@ def _result(tasks: list[_Task], results: Sequence[tuple[PolicyRun, list[str]]], 
 
 def replay_trace(path: str, policy_specs: Sequence[str], *, fmt: str | None = None,
                  providers: Sequence[str] = (), options: Options | None = None, show_progress: bool = False,
-                 stream: bool = False, **kwargs: object) -> RunResult:
+                 stream: bool = False, **kwargs: Any) -> RunResult:  # kwargs: Options' fields
     """Read `path`, replay it under every policy spec, return the run artefact.
 
     With `show_progress`, a progress bar is drawn on stderr when it is a terminal (never on stdout).
     With `stream`, a native JSONL file is read and replayed one session at a time (memory bounded by the
     largest session, not the file; the runs go one after the other in this process): the same artefact.
     """
-    opts = options or Options(**kwargs)  # type: ignore[arg-type]
+    opts = options or Options(**kwargs)
     choices = resolve(policy_specs)  # bad specs fail before any work
     if not choices:
         raise CtxsimError("no policies to replay")

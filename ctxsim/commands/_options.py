@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -10,6 +10,7 @@ from ctxsim.cli import fail
 
 if TYPE_CHECKING:
     from ctxsim.api import Options
+    from ctxsim.run import RunResult
 
 TraceArg = Annotated[str | None, typer.Argument(
     help="Trace file or folder, any supported format; default: the shipped sample trace.")]
@@ -82,7 +83,7 @@ def spec_files(specs: list[str] | None) -> list[str]:
     return found
 
 
-def totals_json(result) -> dict:  # type: ignore[no-untyped-def]
+def totals_json(result: RunResult) -> dict[str, Any]:
     from ctxsim.recorded import recorded_json
 
     return {"manifest": result.manifest,

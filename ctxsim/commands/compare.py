@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -35,6 +35,9 @@ from ctxsim.commands._options import (
     totals_json,
 )
 from ctxsim.errors import CtxsimError
+
+if TYPE_CHECKING:
+    from ctxsim.run import RunResult
 
 DEFAULT_POLICIES = ("none,clear,compact,clear+compact,truncate,tiered,mask,recent,zones,scored,hierarchical,"
                     "claude-code,codex")
@@ -162,7 +165,7 @@ def _check(output: str, inputs: list[str], force: bool) -> None:
         check_folder(output, inputs, force, bundle_entry)
 
 
-def _write(result, folder: Path, force: bool, image_base_url: str | None = None):  # type: ignore[no-untyped-def]
+def _write(result: RunResult, folder: Path, force: bool, image_base_url: str | None = None) -> list[Path]:
     """`-o FILE.json`: the run artefact alone; `-o DIR`: run.json and the whole report bundle, swapped in whole."""
     if folder.suffix.lower() == ".json":
         result.save(folder, force)

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ctxsim.cli import app, fail, guarded
 from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
+
+if TYPE_CHECKING:
+    from ctxsim.formats import FileReport
+    from ctxsim.model import Trace
+    from ctxsim.reports._terminal import TableData
 
 TracesArg = Annotated[list[str], typer.Argument(
     help="Trace files or directories (searched recursively); '-' reads stdin; .gz is fine.")]
@@ -23,9 +29,9 @@ IncludeContentOpt = Annotated[bool, typer.Option(
     "tokens, private keys, passwords in URLs); without it no trace text is shown, only sizes, tools and ids.")]
 
 
-def read_inputs(traces: list[str], fmt: str | None, skip_bad_lines: bool):  # type: ignore[no-untyped-def]
+def read_inputs(traces: list[str], fmt: str | None, skip_bad_lines: bool) -> tuple[Trace, list[FileReport]]:
     """Read every input; print what was skipped to stderr. Shared by inspect, convert and validate."""
-    from ctxsim.formats import FileReport, read_traces
+    from ctxsim.formats import read_traces
 
     everything: list[FileReport] = []
     trace = read_traces(traces, fmt, skip_bad_lines, everything)
@@ -135,7 +141,7 @@ def account(traces: list[str], as_json: bool, by: str | None, since: str | None,
     print_tables(tables, notes, title=title)
 
 
-def print_tables(tables, notes, title: str) -> None:  # type: ignore[no-untyped-def]
+def print_tables(tables: Sequence[TableData], notes: Sequence[str], title: str) -> None:
     from ctxsim.reports._terminal import plain, rich_table
 
     out = sys.stdout

@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ctxsim.cli import app, fail, guarded
 from ctxsim.commands._options import ForceOpt
+
+if TYPE_CHECKING:
+    from ctxsim.run import RunResult
 
 FORMAT_HELP = ("table, md, csv, parquet, png, svg, or bundle (run.json, report.md, charts and tables into a "
                "folder). Default: guessed from -o (a path without a suffix is a bundle folder), else table.")
@@ -113,7 +116,7 @@ def _write(path: Path, content: str | bytes, force: bool) -> Path:
     return write_file(path, content, force)
 
 
-def _charts(result, fmt: str, output: Path | None, names: list[str] | None, single: bool,  # type: ignore[no-untyped-def]
+def _charts(result: RunResult, fmt: str, output: Path | None, names: list[str] | None, single: bool,
             quiet: bool = False, run: Path | None = None, force: bool = False) -> list[Path]:
     """Charts to one file (`single`) or into a folder, each file checked before any is written."""
     from ctxsim._support.fileio import check_output
