@@ -80,8 +80,8 @@ class RunResult:
             return {"columns": list(_field_names(cls)),
                     "values": [mark(functools.partial(_column, records, name)) for name in _field_names(cls)]}
 
-        def composition(run: PolicyRun) -> dict[str, Any]:
-            out = run.composition.to_json()  # type: ignore[union-attr]
+        def composition(of: Composition) -> dict[str, Any]:
+            out = of.to_json()
             if mark is not None:
                 for key in ("requests", "tokens"):
                     out[key] = mark(functools.partial(lambda value: value, out[key]))
@@ -96,7 +96,7 @@ class RunResult:
                     "totals": run.totals.to_json(),
                     "rows": block(run.rows, Row),
                     "events": block(run.events, EventRecord),
-                    **({"composition": composition(run)} if run.composition is not None else {}),
+                    **({"composition": composition(run.composition)} if run.composition is not None else {}),
                 }
                 for run in self.runs
             ],
@@ -129,7 +129,9 @@ class RunResult:
             i = int(match.group(1))
             make = makers[i]
             makers[i] = None
-            return json.dumps(make(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))  # type: ignore[misc]
+            if make is None:  # each place-holder stands once in the tree
+                raise RuntimeError(f"run.json: place-holder {i} met twice")
+            return json.dumps(make(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
         marker = re.compile(r'"\\u0000(\d+)\\u0000"')
         # a place-holder is a string value: the encoder gives it out inside one piece, never split
