@@ -30,15 +30,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench_replay import tokenize_once, write_trace
+
+from ctxsim._support.parallel import available_cores, plan_jobs
 from ctxsim.api import Options, replay_choices
-from ctxsim.tokens.counting import MessageSizer
 from ctxsim.engine import Replayer, Setup
 from ctxsim.formats import read_trace
-from ctxsim._support.parallel import available_cores, plan_jobs
 from ctxsim.policies.spec import resolve
 from ctxsim.tokens import TokenCounter, get_tokenizer
-
-from bench_replay import tokenize_once, write_trace
+from ctxsim.tokens.counting import MessageSizer
 
 POLICIES = ["none", "clear:trigger=30000,keep=3,clear_at_least=10000", "compact:trigger=60000",
             "truncate", "tiered", "mask", "scored", "zones"]

@@ -32,9 +32,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from ctxsim.analysis.validate import quantile, validate
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import FileReport, read_traces
-from ctxsim.analysis.validate import quantile, validate
 
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent.parent / "shared" / "traces-real"
 
@@ -74,7 +74,7 @@ def leave_one_out(loaded: list[tuple[str, object, list[FileReport]]], tokenizer:
         for session in trace.sessions:  # type: ignore[attr-defined]
             by_provider[provider].append((name, session))
     out: list[list[str]] = []
-    for name, trace, reports in loaded:
+    for _, trace, reports in loaded:
         provider = resolve(trace, Setup())[0].provider  # type: ignore[arg-type]
         for session in trace.sessions:  # type: ignore[attr-defined]
             if not any(m.usage is not None and m.usage.input_tokens > 0 for m in session.messages):
@@ -160,7 +160,8 @@ def main() -> int:
     table.sort(key=lambda r: (order[r[0]], r[1]))
     widths = [max(len(r[i]) for r in [header, *table]) for i in range(len(header))]
     for row in [header, ["-" * w for w in widths], *table]:
-        print("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
+        print("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
+                        for i, (cell, w) in enumerate(zip(row, widths, strict=False))))
     for note in skipped:
         print(f"note: {note}")
     return 0

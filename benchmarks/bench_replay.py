@@ -17,12 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from ctxsim.api import replay_trace
-from ctxsim.tokens.counting import MessageSizer
 from ctxsim._support.fileio import atomic_write
+from ctxsim.api import replay_trace
 from ctxsim.formats import native, read_trace
 from ctxsim.synth import synthesize
 from ctxsim.tokens import TokenCounter, get_tokenizer
+from ctxsim.tokens.counting import MessageSizer
 
 
 def write_trace(folder: Path, turns: int) -> Path:

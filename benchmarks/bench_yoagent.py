@@ -31,8 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ctxsim.engine import Replayer, Setup
 from ctxsim._support.fileio import atomic_write
+from ctxsim.engine import Replayer, Setup
 from ctxsim.formats import native, read_trace
 from ctxsim.policies import parse_policy
 from ctxsim.presets.yoagent import PRESET, PUBLISHED, BytesProbe, Stages, replay_yoagent, sizer

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ctxsim._support.collector import gc_paused
-from ctxsim.tokens.counting import Framing, MessageSizer
+from ctxsim._support.parallel import at_most, plan_jobs, run_ordered
 from ctxsim.engine import DEFAULT_RESERVE, PolicyRun, Replayer, Setup
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import FileReport, read_traces
 from ctxsim.formats.native import SessionStream
 from ctxsim.model import Session, Trace
-from ctxsim._support.parallel import at_most, plan_jobs, run_ordered
 from ctxsim.params import as_dict
 from ctxsim.policies import Policy
 from ctxsim.policies.spec import Choice, resolve
 from ctxsim.recorded import RecordedSum, calibration_entry, not_calibrated
 from ctxsim.run import RunResult, add_recorded_gap, manifest, recorded_block
 from ctxsim.tokens import DEFAULT, TokenCounter, get_tokenizer, label
+from ctxsim.tokens.counting import Framing, MessageSizer
 
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1", "google": "gemini-2.5-pro",
                   "deepseek": "deepseek-chat"}
@@ -134,10 +135,10 @@ def _tasks(trace: Trace, choices: Sequence[Choice], options: Options, providers:
     if providers:
         targets = []
         for entry in providers:
-            name, _, model = entry.partition(":")
-            if not model and name not in DEFAULT_MODELS and not options.model:
+            name, _, given = entry.partition(":")
+            if not given and name not in DEFAULT_MODELS and not options.model:
                 raise CtxsimError(f"--providers: no default model for {name!r}; write {name}:MODEL")
-            targets.append((name, model or options.model or DEFAULT_MODELS.get(name)))
+            targets.append((name, given or options.model or DEFAULT_MODELS.get(name)))
     for provider, model in targets:
         for choice in choices:
             tokenizer, framing, setup = _setup_for(choice, options)
@@ -188,14 +189,14 @@ def _result(tasks: list[_Task], results: Sequence[tuple[PolicyRun, list[str]]], 
 
 def replay_trace(path: str, policy_specs: Sequence[str], *, fmt: str | None = None,
                  providers: Sequence[str] = (), options: Options | None = None, show_progress: bool = False,
-                 stream: bool = False, **kwargs: object) -> RunResult:
+                 stream: bool = False, **kwargs: Any) -> RunResult:  # kwargs: Options' fields
     """Read `path`, replay it under every policy spec, return the run artefact.
 
     With `show_progress`, a progress bar is drawn on stderr when it is a terminal (never on stdout).
     With `stream`, a native JSONL file is read and replayed one session at a time (memory bounded by the
     largest session, not the file; the runs go one after the other in this process): the same artefact.
     """
-    opts = options or Options(**kwargs)  # type: ignore[arg-type]
+    opts = options or Options(**kwargs)
     choices = resolve(policy_specs)  # bad specs fail before any work
     if not choices:
         raise CtxsimError("no policies to replay")

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, ParamSpec
+from typing import Annotated, Any, NoReturn, ParamSpec
 
 import typer
 
@@ -33,7 +33,7 @@ def _version(value: bool) -> None:
         from ctxsim import __version__
 
         typer.echo(f"ctxsim {__version__}")
-        raise typer.Exit()
+        raise typer.Exit
 
 
 DEFAULT_TRACE = "billing-session.jsonl"
@@ -141,7 +141,7 @@ def unexpected(exc: BaseException, command: str | None, inputs: Sequence[str]) -
                f"please report it, with {hint}", err=True)
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     typer.echo(f"ctxsim: error: {message}", err=True)
     raise typer.Exit(2)
 
@@ -159,11 +159,12 @@ def default_trace() -> str:
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise Terminated()
+    raise Terminated
 
 
-def _click_error(name: str) -> type[Exception]:
-    """The command-line parser's exception class `name` (typer may vendor click, so not `import click`)."""
+def _click_error(name: str) -> type[Any]:
+    """The command-line parser's exception class `name` (typer may vendor click, so not `import click`):
+    typed as Any since which class it is is known only at run time."""
     return next(c for c in typer.BadParameter.__mro__ if c.__name__ == name)
 
 

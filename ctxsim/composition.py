@@ -18,8 +18,8 @@ tool calls, `summary`), `cleared` (stubs that replaced cleared content) and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import zip_longest
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Any
 
 from ctxsim.errors import CtxsimError
@@ -39,9 +39,10 @@ def category(item: Any) -> str:
 
 def column_of(message: Any) -> str:
     """The column of a message as it arrives (not a stub)."""
-    if message.role == "tool":
+    role: str = message.role
+    if role == "tool":
         return f"tool:{message.name or 'unknown'}"
-    return message.role
+    return role
 
 
 def snapshot(history: Any) -> dict[str, int]:
@@ -83,14 +84,15 @@ class Composition:
         series: dict[str, list[int]] = {}  # column -> its tokens at every request so far
         requests: list[int] = []
         for columns, numbers, values in sessions:
-            for key, tokens in zip(columns, zip_longest(*values, fillvalue=0)):
-                series.setdefault(key, [0] * len(requests)).extend(tokens)
+            # strict=False: the snapshots may cover fewer columns than the history ends with
+            for key, column in zip(columns, zip_longest(*values, fillvalue=0), strict=False):
+                series.setdefault(key, [0] * len(requests)).extend(column)
             requests.extend(numbers)
             for tokens in series.values():  # columns this session did not have
                 tokens.extend([0] * (len(requests) - len(tokens)))
         seen = {key for key, tokens in series.items() if any(tokens)}
         names = [c for c in FIXED if c in seen] + sorted(k for k in seen if k not in FIXED)
-        rows = [list(row) for row in zip(*(series[c] for c in names))] if names else [[] for _ in requests]
+        rows = [list(row) for row in zip(*(series[c] for c in names), strict=True)] if names else [[] for _ in requests]
         return cls(names, requests, rows)
 
     def series(self) -> dict[str, list[int]]:

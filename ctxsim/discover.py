@@ -63,7 +63,7 @@ def discovery_specs() -> dict[str, Mapping[str, Any]]:
 
 def _home(environ: Mapping[str, str]) -> str:
     home = environ.get("HOME") or environ.get("USERPROFILE")
-    return home if home else os.path.expanduser("~")
+    return home or os.path.expanduser("~")
 
 
 def _expand(path: str, home: str) -> str:

@@ -16,14 +16,15 @@ from typing import Any, NamedTuple
 
 from ctxsim.caching import CacheModel, CacheResult, CacheSpec, WarmStart, cache_spec
 from ctxsim.composition import Composition, Snapshots, column_of
-from ctxsim.tokens.counting import Framing, MessageSizer, blocks
-from ctxsim.history import Edit as Spliced, History, Item, PolicyViolation, SideCall, Splice
+from ctxsim.errors import CtxsimError
+from ctxsim.history import Edit as Spliced
+from ctxsim.history import History, Item, PolicyViolation, SideCall, Splice
 from ctxsim.meter import EventRecord, Row, Totals, from_columns, to_columns
 from ctxsim.model import Message, Session, Trace, parse_ts
 from ctxsim.policies import Policy, effective
 from ctxsim.policies.base import DEFAULT_KIND, Drop, Edit, Insert, Observer, Replace, Summarize, Truncate, View
-from ctxsim.errors import CtxsimError
 from ctxsim.pricing import Bill, Pricer, price_data_version
+from ctxsim.tokens.counting import Framing, MessageSizer, blocks
 
 DEFAULT_PROVIDER = "anthropic"
 DEFAULT_MODEL = "claude-sonnet-4-5"
@@ -187,7 +188,7 @@ class PolicyRun:
     and is unpacked when they are first read: a compare table reads only the totals.
     """
 
-    __slots__ = ("policy", "totals", "composition", "_rows", "_events", "_packed", "loss")
+    __slots__ = ("_events", "_packed", "_rows", "composition", "loss", "policy", "totals")
     rows: list[Row] = _Unpacked()  # type: ignore[assignment]
     events: list[EventRecord] = _Unpacked()  # type: ignore[assignment]
 
@@ -539,4 +540,4 @@ def resolve_edit(history: History, edit: object, policy: str) -> Spliced:
     return Spliced(kind, tuple(splices), note, tuple(calls))
 
 
-__all__ = ["Replayer", "Setup", "PolicyRun", "Framing"]
+__all__ = ["Framing", "PolicyRun", "Replayer", "Setup"]

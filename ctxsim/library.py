@@ -75,7 +75,7 @@ class Result:
         exact decimal string."""
         from ctxsim.reports._frames import frame
 
-        data = frame(self.run, table).copy()
+        data: pd.DataFrame = frame(self.run, table).copy()
         for column in [c for c in data.columns if str(c).endswith("_usd")]:
             exact = data[column].map(lambda v: None if v is None or v != v else str(v))
             data[column] = data[column].map(lambda v: float(v) if isinstance(v, (Decimal, int, float, str))

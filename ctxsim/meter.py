@@ -81,7 +81,7 @@ def to_columns(records: Sequence[Any], cls: type) -> list[list[Any]]:
 
 def from_columns(columns: list[list[Any]], cls: type[R]) -> list[R]:
     values = [list(map(Decimal, col)) if name in MONEY_FIELDS else col
-              for name, col in zip(_field_names(cls), columns, strict=True)]
+              for name, col in zip(_field_names(cls), columns, strict=True)]  # type: ignore[arg-type]  # a class is hashable; mypy sees type[R] as not
     return [cls(*record) for record in zip(*values, strict=True)]
 
 

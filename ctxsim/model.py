@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, Literal
@@ -24,8 +24,8 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 # The moments a datetime can hold in UTC: years 1 to 9999.
-MIN_TS_S = datetime(1, 1, 1, tzinfo=timezone.utc).timestamp()
-MAX_TS_S = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
+MIN_TS_S = datetime(1, 1, 1, tzinfo=UTC).timestamp()
+MAX_TS_S = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
 def parse_ts(text: str) -> float:
@@ -39,9 +39,9 @@ def parse_ts(text: str) -> float:
         value = value[:-1] + "+00:00"
     moment = datetime.fromisoformat(value)
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     try:
-        moment.astimezone(timezone.utc)
+        moment.astimezone(UTC)
     except OverflowError:
         raise ValueError("outside years 1-9999 once converted to UTC") from None
     return moment.timestamp()
@@ -55,7 +55,7 @@ def format_ts(seconds: float) -> str:
     if not math.isfinite(seconds) or not MIN_TS_S <= seconds < MAX_TS_S + 1:
         raise ValueError(f"{seconds!r} seconds is outside years 1-9999")
     try:
-        moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+        moment = datetime.fromtimestamp(seconds, tz=UTC)
     except (OverflowError, OSError, ValueError):  # the platform's time_t may be narrower
         raise ValueError(f"{seconds!r} seconds is outside the range this platform's clock can hold") from None
     # not strftime: its %Y does not pad years before 1000 to four digits on every platform

@@ -37,9 +37,8 @@ def _convert(value: Any, tp: Any) -> Any:
     origin = get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         options = get_args(tp)
-        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
-            if type(None) in options:
-                return None
+        if (value is None or (isinstance(value, str) and value.lower() in ("none", "null"))) and type(None) in options:
+            return None
         errors = []
         for option in options:
             if option is type(None):
@@ -143,7 +142,7 @@ def describe(cls: type) -> list[dict[str, Any]]:
     rows = []
     for f in dataclasses.fields(cls):
         default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else None  # type: ignore[misc]
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else None
         )
         rows.append({"name": f.name, "type": type_name(hints[f.name]), "default": default,
                      "doc": f.metadata.get("doc", "")})

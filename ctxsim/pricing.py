@@ -433,7 +433,7 @@ class Pricer:
     def _bill_cost(self, bill: Bill, card: tuple) -> Decimal:
         base, read_rate, write_rate, hour_rate, out_rate = card
         uncached = bill.input_tokens
-        total = Decimal(0)
+        total: Decimal = Decimal(0)
         if bill.cache_read_tokens and read_rate is not None:
             total += bill.cache_read_tokens * read_rate
             uncached -= bill.cache_read_tokens
@@ -489,4 +489,5 @@ class Pricer:
         }
         if bill.cache_write_1h_tokens and prices.cache_write_mtok is not None:
             kwargs["cache_write_1h_tokens"] = bill.cache_write_1h_tokens
-        return prices.calc_price(Usage(**kwargs))["total_price"]
+        price: Decimal = prices.calc_price(Usage(**kwargs))["total_price"]
+        return price

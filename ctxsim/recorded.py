@@ -280,9 +280,9 @@ def warning(recorded: Recorded, g: Gap) -> str | None:
     """The one line said above a table when `none` is more than 3 % off the recorded bill, else None."""
     if not g.off:
         return None
-    return (f"warning: the unmanaged replay (none) is off the recorded bill by more than 3% (cost {signed(g.cost_error)}, "
-            f"input {signed(g.input_error)} over {g.requests:,} recorded requests): savings below are relative to "
-            "a baseline that does not match what was billed")
+    return (f"warning: the unmanaged replay (none) is off the recorded bill by more than 3% "
+            f"(cost {signed(g.cost_error)}, input {signed(g.input_error)} over {g.requests:,} recorded requests): "
+            "savings below are relative to a baseline that does not match what was billed")
 
 
 def gap_line(g: Gap) -> str:

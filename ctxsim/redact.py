@@ -30,6 +30,7 @@ every rule.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -49,11 +50,11 @@ _TAIL = r"(?![A-Za-z0-9_-])"  # a key ends where its alphabet does
 
 RULES: tuple[Rule, ...] = (
     _rule("private_key", r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-                         r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*\Z)", flags=re.S),
+                         r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*\Z)", flags=re.DOTALL),
     _rule("url_password", r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@\"'<>]+:)[^\s/?#@\"'<>]+(?=@)", keep=1),
     _rule("authorization", r"(\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest|"
-                           r"apikey|bot)\s+)?)[^\s\"',;]+", keep=1, flags=re.I),
-    _rule("authorization", r"(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}", keep=1, flags=re.I),
+                           r"apikey|bot)\s+)?)[^\s\"',;]+", keep=1, flags=re.IGNORECASE),
+    _rule("authorization", r"(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}", keep=1, flags=re.IGNORECASE),
     _rule("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{20,}" + _TAIL),
     _rule("openai_key", r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}" + _TAIL),
     _rule("stripe_key", r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}" + _TAIL),
@@ -64,16 +65,20 @@ RULES: tuple[Rule, ...] = (
     _rule("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})" + _TAIL),
     _rule("secret_assignment", r"(\b(?:[A-Za-z0-9]+[_-])*(?:api[_-]?key|secret(?:[_-]access)?[_-]key|secret|"
                                r"password|passwd|token|access[_-]token|auth[_-]token)\b[\"']?\s*[:=]\s*[\"']?)"
-                               r"[^\s\"',;]{8,}", keep=1, flags=re.I),
+                               r"[^\s\"',;]{8,}", keep=1, flags=re.IGNORECASE),
 )
+
+
+def _kept(rule: Rule, m: re.Match[str]) -> str:
+    """The groups `rule` keeps (a key's name, its quote), then the marker."""
+    return "".join(m.group(i) or "" for i in range(1, rule.keep + 1)) + f"[REDACTED:{rule.name}]"
 
 
 def redact(text: str) -> str:
     """`text` with every secret a rule matches replaced by `[REDACTED:<rule>]`."""
     for rule in RULES:
         if rule.keep:
-            text = rule.pattern.sub(lambda m, r=rule: "".join(m.group(i) or "" for i in range(1, r.keep + 1))
-                                    + f"[REDACTED:{r.name}]", text)
+            text = rule.pattern.sub(functools.partial(_kept, rule), text)
         else:
             text = rule.pattern.sub(f"[REDACTED:{rule.name}]", text)
     return text

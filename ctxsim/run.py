@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from ctxsim import __version__
+from ctxsim._support.fileio import atomic_write
 from ctxsim.composition import Composition
 from ctxsim.engine import PolicyRun, Replayer
 from ctxsim.errors import CtxsimError
-from ctxsim._support.fileio import atomic_write
 from ctxsim.meter import EventRecord, Row, Totals, _field_names
 from ctxsim.params import as_dict
 from ctxsim.pricing import price_data_latest_change, price_data_version
@@ -80,8 +80,8 @@ class RunResult:
             return {"columns": list(_field_names(cls)),
                     "values": [mark(functools.partial(_column, records, name)) for name in _field_names(cls)]}
 
-        def composition(run: PolicyRun) -> dict[str, Any]:
-            out = run.composition.to_json()  # type: ignore[union-attr]
+        def composition(of: Composition) -> dict[str, Any]:
+            out = of.to_json()
             if mark is not None:
                 for key in ("requests", "tokens"):
                     out[key] = mark(functools.partial(lambda value: value, out[key]))
@@ -141,7 +141,9 @@ class RunResult:
             i = int(match.group(1))
             make = makers[i]
             makers[i] = None
-            return json.dumps(make(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))  # type: ignore[misc]
+            if make is None:  # each place-holder stands once in the tree
+                raise RuntimeError(f"run.json: place-holder {i} met twice")
+            return json.dumps(make(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
         marker = re.compile(r'"\\u0000(\d+)\\u0000"')
         # a place-holder is a string value: the encoder gives it out inside one piece, never split

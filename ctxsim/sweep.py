@@ -33,8 +33,9 @@ always measured against the real window minus the output reserve. `none` is alwa
 Resuming. A cell's id is a digest of the trace's content digest, the policy's label and
 effective parameters, the budget, the options, the ctxsim version and the price data: a cell
 already in a finished Parquet file of its trace's folder is not run again (its summary is read
-back from the file's metadata); a file cut short is ignored and its cells run again. The manifest and the tables depend only on the inputs, so a resumed run, a run
-on a process pool and a run on a Dask cluster write the same bytes.
+back from the file's metadata); a file cut short is ignored and its cells run again. The manifest and the
+tables depend only on the inputs, so a resumed run, a run on a process pool and a run on a Dask cluster
+write the same bytes.
 
 Loss columns. Every cell's run is metered by the loss meter (ctxsim.loss: `metered_run`, one
 identifier index per trace shared by the trace's cells). `LOSS_METERS` turns a metered run into
@@ -602,7 +603,7 @@ def _arrow_table(cell: CellSpec, tokens: int | None, run: Any) -> Any:
     for name, values in zip(names, columns, strict=True):
         if name in MONEY_FIELDS:  # exact: from the text of each Decimal (and 30x faster than from Decimals)
             data[name] = pa.array(values, pa.string()).cast(money)
-        elif name in ("rewrite",):
+        elif name == "rewrite":
             data[name] = pa.array(values, pa.bool_())
         elif name in ("session", "kind", "ts"):
             data[name] = pa.array(values, pa.string())
@@ -666,9 +667,8 @@ def budgets_for(entry: PolicyEntry, budgets: Sequence[Budget]) -> list[Budget]:
 
 def plan(paths: Sequence[str], specs: Sequence[str], budgets: Sequence[Budget], options: Any, fmt: str | None,
          out_dir: str | None, dates: Any = None) -> Plan:
-    from ctxsim.pricing import price_data_version
-
     from ctxsim.policies.spec import resolve
+    from ctxsim.pricing import price_data_version
 
     entries = resolve_policies(specs)  # bad specs fail before any work, and so do bad absolute budgets
     left_out: list[tuple[str, str]] = []
@@ -771,7 +771,8 @@ class Report:
     plan: Plan  # its `done`: each cell's summary as JSON text (parsed when read: text is a tenth of the dicts)
 
     def summary(self, i: int, label: str, budget: str) -> dict[str, Any]:
-        return json.loads(self.plan.done[self.plan.cells[(i, label, budget)]])
+        summary: dict[str, Any] = json.loads(self.plan.done[self.plan.cells[(i, label, budget)]])
+        return summary
 
     def summaries(self) -> Iterable[dict[str, Any]]:
         return (json.loads(self.plan.done[cid]) for cid in sorted(set(self.plan.cells.values())))
@@ -819,7 +820,7 @@ class Report:
                    "events"] + [f"loss_{c}" for c in loss]
         base = self.baseline_label()
         rows = []
-        for i, (path, _, tid) in enumerate(self.plan.inputs):
+        for i, (path, _, _tid) in enumerate(self.plan.inputs):
             b = {x["session"]: x for x in self.summary(i, base, NO_BUDGET)["sessions"]}
             for entry in self.plan.policies:
                 for budget in budgets_for(entry, self.plan.budgets):

@@ -39,7 +39,7 @@ def run_on_cluster(address: str, tasks: Sequence[Any], run: Callable[[Any], Any]
     """`run(task)` for every task on the cluster; `take(task, result)` as each arrives."""
     from distributed import as_completed
 
-    client, cluster = _client(address, jobs if jobs else LOCAL_WORKERS)
+    client, cluster = _client(address, jobs or LOCAL_WORKERS)
     try:
         futures = client.map(run, list(tasks), key=[f"ctxsim-sweep-{t.trace_id}-{i}" for i, t in enumerate(tasks)],
                              pure=False)
@@ -49,7 +49,7 @@ def run_on_cluster(address: str, tasks: Sequence[Any], run: Callable[[Any], Any]
                 result = future.result()
             except CtxsimError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - a worker's failure, said in one line
+            except Exception as exc:
                 raise CtxsimError(f"a Dask worker failed on {tasks[index[future.key]].path}: "
                                   f"{type(exc).__name__}: {exc}") from None
             take(tasks[index[future.key]], result)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from datetime import UTC
 from typing import Any
 
 from ctxsim.errors import CtxsimError
@@ -65,7 +66,7 @@ def started(session: Any) -> float | None:
 
 def in_range(trace: Any, dates: DateRange) -> tuple[Any, int, int]:
     """(the trace with only the sessions in range, how many were outside it, how many had no time)."""
-    from datetime import date, datetime, timezone
+    from datetime import date, datetime
 
     from ctxsim.analysis.accounting import zone
 
@@ -78,7 +79,7 @@ def in_range(trace: Any, dates: DateRange) -> tuple[Any, int, int]:
         if ts is None:
             untimed += 1
             continue
-        day = datetime.fromtimestamp(ts, tz=timezone.utc).astimezone(tz).date()
+        day = datetime.fromtimestamp(ts, tz=UTC).astimezone(tz).date()
         if (first is None or day >= first) and (last is None or day <= last):
             kept.append(session)
         else:

@@ -547,7 +547,7 @@ def main(argv: list[str]) -> int:
                 issues = problems(case, setup, code, err)
                 message = err.strip().splitlines()[0] if err.strip() else ""
                 message = message.replace(tmp, "$TMP")
-            except Exception as exc:  # noqa: BLE001 - the table reports it
+            except Exception as exc:
                 issues, code, message = [f"raised {type(exc).__name__}: {exc}"], -1, ""
         bad += bool(issues)
         mark = "" if not issues else "   <-- " + "; ".join(issues)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ctxsim.tokens.counting import Framing, MessageSizer
 from ctxsim.engine import PolicyRun, Replayer, Setup
 from ctxsim.model import Message, Session, ToolCall, Trace, Usage, format_ts
 from ctxsim.policies import Context, NoParams, Policy, parse_policy
 from ctxsim.policies.spec import resolve
 from ctxsim.tokens import TokenCounter, get_tokenizer
+from ctxsim.tokens.counting import Framing, MessageSizer
 
 T0 = 1_768_323_360.0  # 2026-01-13T16:56:00Z
 
@@ -29,7 +29,7 @@ def turn_messages(n: int, tool: str, output: str, ts: float, user: str | None = 
 
 def session_of(messages: list[Message], system: str = "You are a coding agent.", **kw) -> Trace:
     final = Message("assistant", "done", ts=messages[-1].ts if messages else None)
-    return Trace("t", (Session(id="s", system=system, messages=tuple(messages) + (final,), **kw),))
+    return Trace("t", (Session(id="s", system=system, messages=(*messages, final), **kw),))
 
 
 def replay(trace: Trace, policy: str | Policy = "none", tokenizer: str = "chars4", framing: Framing | None = None,

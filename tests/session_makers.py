@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
 SONNET = "claude-sonnet-4-5-20250929"
 # claude-sonnet-4-5 per million tokens (prompts under 200k): input, 5m write, 1h write, read, output
-SONNET_USD = {"input": Decimal("3"), "w5": Decimal("3.75"), "w1h": Decimal("6"), "read": Decimal("0.30"),
-              "output": Decimal("15")}
+SONNET_USD = {"input": Decimal(3), "w5": Decimal("3.75"), "w1h": Decimal(6), "read": Decimal("0.30"),
+              "output": Decimal(15)}
 
 
 @dataclass
@@ -40,11 +40,11 @@ class Step:
 
 
 def iso(t: float) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def unix(text: str) -> float:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    return datetime.fromisoformat(text).timestamp()
 
 
 def claude_code(path: Path, sid: str, cwd: str, steps: list[Step]) -> Path:

@@ -107,7 +107,7 @@ def test_five_hour_blocks(tmp_path):
         "2026-01-13 10:00 - 15:00": 3, "2026-01-13 15:00 - 20:00": 1, "2026-01-13 23:00 - 04:00": 1}
     assert list(got) == sorted(got)  # chronological
     kolkata = groups(run("inspect", str(tmp_path), "--by", "block", "--json", "--timezone", "Asia/Kolkata"))
-    assert list(kolkata)[0] == "2026-01-13 15:30 - 20:30"  # the same block, shown in a half-hour zone
+    assert next(iter(kolkata)) == "2026-01-13 15:30 - 20:30"  # the same block, shown in a half-hour zone
 
 
 def test_sessions_named_by_project_and_start(tmp_path):

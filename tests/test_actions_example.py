@@ -69,4 +69,5 @@ def test_the_replay_diff_and_report_steps_run(tmp_path: Path) -> None:
     assert status["status"] in ("0", "1")  # a gate verdict, not a usage error (2)
     diff = (tmp_path / "out" / "diff.md").read_text(encoding="utf-8")
     assert "clear" in diff and diff == summary.read_text(encoding="utf-8")
-    assert (tmp_path / "out" / "report" / "report.md").is_file() and (tmp_path / "out" / "report" / "run.json").is_file()
+    report = tmp_path / "out" / "report"
+    assert (report / "report.md").is_file() and (report / "run.json").is_file()

@@ -5,13 +5,14 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from helpers import T0, replay, session_of, turn_messages
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxsim.caching import model_rules
 from ctxsim.errors import CtxsimError, ParameterError
 from ctxsim.model import Message, ToolCall, format_ts
 from ctxsim.pricing import Bill, Pricer
-
-from helpers import T0, replay, session_of, turn_messages
 
 SYSTEM = "s" * 5000  # 1,250 chars4 tokens + 4 framing: above the 1,024-token minimum
 
@@ -139,8 +140,6 @@ def test_unknown_model_is_a_clear_error():
         Pricer("anthropic", "claude-imaginary-9")
 
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 @settings(max_examples=60, deadline=None)

@@ -21,8 +21,8 @@ T0 = unix("2026-01-13T10:00:00Z")
 
 def sonnet_back(w5: int = 0, w1h: int = 0, uncached: int = 0) -> Decimal:
     """What moving tokens from 5m writes / 1h writes / uncached input to cache reads saves, Sonnet 4.5."""
-    return (w5 * (Decimal("3.75") - Decimal("0.30")) + w1h * (Decimal("6") - Decimal("0.30"))
-            + uncached * (Decimal("3") - Decimal("0.30"))) / M
+    return (w5 * (Decimal("3.75") - Decimal("0.30")) + w1h * (Decimal(6) - Decimal("0.30"))
+            + uncached * (Decimal(3) - Decimal("0.30"))) / M
 
 
 def every_cause(tmp_path: Path) -> Path:

@@ -17,15 +17,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ctxsim.caching import CacheResult, WarmStart, cache_spec
 from ctxsim.analysis.calibrate import calibration
-from ctxsim.tokens.counting import Framing, MessageSizer
+from ctxsim.analysis.validate import validate
+from ctxsim.caching import CacheResult, WarmStart, cache_spec
 from ctxsim.engine import Replayer, Setup
 from ctxsim.history import History
 from ctxsim.model import Message, Session, ToolCall, Trace, Usage, format_ts
 from ctxsim.policies import parse_policy
 from ctxsim.tokens import TokenCounter, get_tokenizer
-from ctxsim.analysis.validate import validate
+from ctxsim.tokens.counting import Framing, MessageSizer
 
 T0 = 1_768_323_360.0
 SYSTEM_LAYER, CONTEXT = 3_000, 5_000  # billed tokens: tools + system prompt, then project context
@@ -67,8 +67,9 @@ def layered(turns: int = 6) -> Trace:
     for m in log:
         if m.role == "assistant":
             r = next(rows)
-            m = replace(m, usage=Usage(r.input_tokens, r.cache_read_tokens, r.cache_write_tokens, 0, 40))
-        billed.append(m)
+            billed.append(replace(m, usage=Usage(r.input_tokens, r.cache_read_tokens, r.cache_write_tokens, 0, 40)))
+        else:
+            billed.append(m)
     return Trace("layered", (Session(id="s", source="claude-code", model="claude-sonnet-4-5", provider="anthropic",
                                      messages=tuple(billed)),))
 

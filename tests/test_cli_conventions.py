@@ -79,8 +79,8 @@ def test_shell_completion_completes_commands_and_options() -> None:
     env = {"COMP_WORDS": "ctxsim rep", "COMP_CWORD": "1", "_CTXSIM_COMPLETE": "complete_bash"}
     import os
 
-    done = subprocess.run([sys.executable, "-c", "import sys; sys.argv[0] = 'ctxsim'; from ctxsim.cli import main; "
-                           "main()"], cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", ("import sys; sys.argv[0] = 'ctxsim'; from ctxsim.cli import main; "
+                           "main()")], cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0 and done.stdout.split() == ["replay", "report"], (done.stdout, done.stderr)
     assert "--install-completion" in ctxsim("--help").stdout

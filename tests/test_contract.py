@@ -11,11 +11,10 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from helpers import T0, replay, session_of, turn_messages
 
 from ctxsim.model import Message, format_ts
 from ctxsim.policies import Context, NoParams, parse_policy, policies
-
-from helpers import T0, replay, session_of, turn_messages
 
 # A spec per policy that makes it act on the contract session (about 1.5k tokens a turn, 40 turns,
 # window 40,000). A newly registered policy without an entry runs with its defaults.

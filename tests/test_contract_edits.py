@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from helpers import T0, replay, session_of, turn_messages
 
-from ctxsim.history import Edit as Spliced, PolicyViolation, Splice
+from ctxsim.history import Edit as Spliced
+from ctxsim.history import PolicyViolation, Splice
 from ctxsim.model import Message, format_ts
 from ctxsim.policies import NoParams
 from ctxsim.policies.base import Drop, Edit, Insert, Replace, Summarize, Truncate, View
-
-from helpers import T0, replay, session_of, turn_messages
 
 
 def trace(turns: int = 6):
@@ -86,7 +86,7 @@ class Recorder:
         return (Insert(Message("user", "note"), before=holder),)
 
 
-@pytest.mark.parametrize("change,kind,told", [("drop", "drop", (2, 0)), ("summarize", "compact", (2, 1)),
+@pytest.mark.parametrize(("change", "kind", "told"), [("drop", "drop", (2, 0)), ("summarize", "compact", (2, 1)),
                                               ("truncate", "truncate", (1, 1)), ("insert", "insert", (0, 1))])
 def test_observe_is_told_of_appends_and_of_each_splice(change, kind, told):
     policy = Recorder(change)
@@ -123,7 +123,7 @@ class Bad:
         return ()
 
 
-@pytest.mark.parametrize("what,message", [("dead", "not in the history"), ("orphan", "orphan"),
+@pytest.mark.parametrize(("what", "message"), [("dead", "not in the history"), ("orphan", "orphan"),
                                           ("twice", "twice")])
 def test_the_engine_refuses_an_edit_that_breaks_the_contract(what, message):
     with pytest.raises(PolicyViolation, match=message):

@@ -10,15 +10,14 @@ The session here is built in the test with the same facts at the same turns.
 
 from __future__ import annotations
 
+from helpers import T0, Capture, SpecStages
 
-from ctxsim.tokens.counting import MessageSizer
 from ctxsim.engine import PolicyRun, Replayer, Setup
 from ctxsim.model import Message, Session, ToolCall, Trace, format_ts
 from ctxsim.policies import parse_policy
 from ctxsim.presets import Preset, presets
 from ctxsim.tokens import TokenCounter, get_tokenizer
-
-from helpers import T0, Capture, SpecStages
+from ctxsim.tokens.counting import MessageSizer
 
 TASK = ("Invoice totals in BRL are sometimes off by one cent. Find the cause, fix it, add regression tests, "
         "and keep USD behavior unchanged.")

@@ -19,7 +19,6 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from ctxsim.tokens.counting import MessageSizer
 from ctxsim.engine import Replayer, Setup
 from ctxsim.model import Message, Session, ToolCall, Trace
 from ctxsim.policies.clear import STUBS
@@ -27,6 +26,7 @@ from ctxsim.policies.spec import resolve
 from ctxsim.presets import presets
 from ctxsim.summarizers.extractive import ExtractiveSummarizer
 from ctxsim.tokens import TokenCounter, get_tokenizer
+from ctxsim.tokens.counting import MessageSizer
 
 SYSTEM = ("You are a coding agent fixing a billing bug. Write DECISION:, TODO: and DONE: lines for what "
           "you decide, plan and finish.")

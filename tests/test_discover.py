@@ -10,8 +10,8 @@ from session_makers import Step, claude_code, codex, gemini, unix
 from typer.testing import CliRunner
 
 from ctxsim.cli import app
-from ctxsim.discover import discover, discovery_specs
 from ctxsim.commands.formats import describe_formats
+from ctxsim.discover import discover, discovery_specs
 
 FIXTURES = Path(__file__).parent / "fixtures"
 T = unix("2026-01-13T10:00:00Z")

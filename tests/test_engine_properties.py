@@ -5,14 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from decimal import Decimal
 
+from helpers import T0, Capture, replay, session_of, turn_messages
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxsim.history import Edit, History, Splice
 from ctxsim.model import Message, ToolCall
 from ctxsim.policies import Context, NoParams, Stages, parse_policy
-
-from helpers import T0, Capture, replay, session_of, turn_messages
 
 TOOLS = ["read_file", "run_tests", "bash", "notes_read"]
 
@@ -63,7 +62,7 @@ def test_clearing_never_grows_a_request(trace, clear):
     naive = replay(trace, "none", cache="prefix")
     managed = replay(trace, clear, cache="prefix")
     assert len(naive.rows) == len(managed.rows)
-    for a, b in zip(naive.rows, managed.rows):
+    for a, b in zip(naive.rows, managed.rows, strict=False):
         assert b.input_tokens <= a.input_tokens
 
 
@@ -121,7 +120,7 @@ def test_running_composition_matches_a_recount_and_sums_to_the_context(trace, cl
     context = {r.request: r.context_tokens for r in run.rows if r.kind == "request"}
     comp = run.composition
     assert comp.requests == sorted(context)
-    assert all(sum(row) == context[q] for q, row in zip(comp.requests, comp.tokens))
+    assert all(sum(row) == context[q] for q, row in zip(comp.requests, comp.tokens, strict=False))
 
 
 # ---------------------------------------------------------------- the history's own bookkeeping

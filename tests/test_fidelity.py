@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from ctxsim.analysis.calibrate import calibration, token_prior, with_provider_rules
+from ctxsim.analysis.validate import validate, validation_tables
 from ctxsim.formats import FileReport, read_traces
 from ctxsim.model import Message, Session, Trace, Usage, format_ts
 from ctxsim.policies import parse_policy
-from ctxsim.analysis.validate import validate, validation_tables
 
 T0 = 1_768_323_360.0  # 2026-01-13T16:56:00Z
 PREFIX, SCALE, OVERHEAD = 4_000, 1.25, 12
@@ -260,7 +260,7 @@ def test_priors_mode_fits_nothing_and_anchors_on_the_first_request():
     assert (cal.scale, cal.message_tokens) == (prior.scale, prior.message_tokens)
     result = validate(thinking_trace(), "chars4", calibration=cal)
     assert result.checks[0].prompt_error == 0.0  # the first request is the anchor
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown calibration mode 'guess'"):
         calibration(thinking_trace(), "chars4", mode="guess")
 
 
@@ -369,11 +369,12 @@ def test_context_re_attached_after_a_compaction_is_reported_not_fitted():
     sent = 0
     for m in part1.messages:
         if m.role == "assistant":
-            m = Message("assistant", m.content, ts=m.ts, thinking=m.thinking, usage=Usage(PREFIX + sent, 0, 0, 0, 40))
+            p1.append(Message("assistant", m.content, ts=m.ts, thinking=m.thinking,
+                              usage=Usage(PREFIX + sent, 0, 0, 0, 40)))
             sent += billed(40 + len(m.thinking or "") // 4)
         else:
             sent += billed(len(m.content) // 4)
-        p1.append(m)
+            p1.append(m)
     trace = Trace("c", (Session(id="t", source="synthetic", model="claude-opus-4-5", provider="anthropic",
                                 messages=tuple(p1)), part2))
     cal = calibration(trace, "chars4")

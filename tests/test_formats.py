@@ -17,13 +17,13 @@ import pytest
 from typer.testing import CliRunner
 
 from ctxsim.cli import app
-from ctxsim.tokens.counting import MessageSizer
 from ctxsim.engine import Replayer, Setup
 from ctxsim.errors import CtxsimError, TraceError
 from ctxsim.formats import FileReport, formats, locate, read_trace, read_traces
 from ctxsim.model import Message, ToolCall, Usage
 from ctxsim.policies import parse_policy
 from ctxsim.tokens import TokenCounter, get_tokenizer
+from ctxsim.tokens.counting import MessageSizer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TINY = FIXTURES / "tiny"
@@ -92,8 +92,8 @@ def assert_within_rounding(got: tuple[Message, ...], expected: tuple[Message, ..
             assert abs(getattr(g.usage, field_name) - getattr(e.usage, field_name)) <= rounding[field_name], field_name
 
 
-def run_cli(*args: str, input: bytes | None = None):  # type: ignore[no-untyped-def]
-    return CliRunner().invoke(app, list(args), input=input)
+def run_cli(*args: str, stdin: bytes | None = None):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(app, list(args), input=stdin)
 
 
 def replay_rows(trace, policy="none"):  # type: ignore[no-untyped-def]
@@ -153,7 +153,7 @@ def test_tiny_session_replays_the_same_in_every_format_with_full_fields():
 def test_claude_code_merges_split_lines_and_counts_each_response_once():
     report: list[FileReport] = []
     trace = read_traces([str(FIXTURES / "claude-code" / "feat-main.jsonl")], report=report)
-    main, after = trace.sessions
+    main, _after = trace.sessions
     assert [m.role for m in main.messages] == ["user", "assistant", "tool", "assistant", "tool"]
     first = main.messages[1]
     # three lines of one response: thinking, text and the Task call in one message
@@ -218,7 +218,7 @@ def test_claude_code_malformed_lines_are_listed_or_skipped(tmp_path: Path):
 def test_codex_usage_per_request_survives_repeats_rate_limits_and_a_reset():
     report: list[FileReport] = []
     trace = read_traces([str(FIXTURES / "codex")], report=report)
-    first, second = trace.sessions
+    first, _second = trace.sessions
     assert first.model == "gpt-5.1-codex" and first.window == 200000 and first.system == "You are Codex."
     usages = [m.usage for s in trace.sessions for m in s.messages if m.role == "assistant"]
     # by hand from the four last_token_usage values; the repeated and info:null counts add nothing
@@ -368,7 +368,7 @@ def test_several_files_a_directory_stdin_and_gzip(tmp_path: Path):
     gz = tmp_path / "codex.jsonl.gz"
     gz.write_bytes(gzip.compress((TINY / "codex.jsonl").read_bytes()))
     assert read_traces([str(gz)]).sessions[0].messages == read_trace(str(TINY / "codex.jsonl")).sessions[0].messages
-    result = run_cli("inspect", "-", "--json", input=(TINY / "swe-agent.traj").read_bytes())
+    result = run_cli("inspect", "-", "--json", stdin=(TINY / "swe-agent.traj").read_bytes())
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["totals"]["input_tokens"] == 2500
 
@@ -470,7 +470,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("name,fmt,filename,text,line,message", BAD, ids=[b[0] for b in BAD])
+@pytest.mark.parametrize(("name", "fmt", "filename", "text", "line", "message"), BAD, ids=[b[0] for b in BAD])
 def test_bad_input_exits_2_with_file_line_and_what_is_wrong(tmp_path: Path, name, fmt, filename, text, line,
                                                             message):
     path = tmp_path / filename
@@ -534,7 +534,7 @@ def _paths(value, path=()):  # type: ignore[no-untyped-def]
     yield path
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, child in items:
-        yield from _paths(child, path + (key,))
+        yield from _paths(child, (*path, key))
 
 
 @pytest.mark.parametrize("fmt", sorted(set(TINY_FILES) - {"native", "aider"}))  # aider: Markdown, not JSON
@@ -567,7 +567,7 @@ def test_values_of_the_wrong_type_anywhere_give_an_error_not_a_crash(tmp_path: P
             inspect_trace(trace, tokenizer="chars4")
         except CtxsimError as exc:
             errors += 1
-            assert str(exc).startswith(str(path))
+            assert str(exc).startswith(str(path))  # noqa: PT017  a replacement may or may not be refused
     assert errors > 0  # some replacements must be refused
 
 
@@ -577,7 +577,7 @@ def test_claude_code_notes_a_rewind(tmp_path: Path):
     rewind.update(uuid="u9", parentUuid="u1", timestamp="2026-01-13T16:57:00.000Z")
     rewind["message"] = {"role": "user", "content": "Actually, check totals.py instead."}
     path = tmp_path / "s.jsonl"
-    path.write_text("\n".join(lines + [json.dumps(rewind)]) + "\n")
+    path.write_text("\n".join([*lines, json.dumps(rewind)]) + "\n")
     report: list[FileReport] = []
     trace = read_traces([str(path)], report=report)
     assert any("1 rewind" in n for n in report[0].notes)

@@ -14,11 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from ctxsim.analysis.calibrate import fit
+from ctxsim.analysis.inspect import inspect_trace
+from ctxsim.analysis.validate import validate
 from ctxsim.cli import app
 from ctxsim.formats import read_traces
-from ctxsim.analysis.inspect import inspect_trace
 from ctxsim.model import Message, Session, ToolCall, Trace, Usage, format_ts
-from ctxsim.analysis.validate import validate
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CLAUDE = FIXTURES / "claude-code"
@@ -203,10 +203,10 @@ def openai_reasoning_trace() -> Trace:
 
 
 def test_validate_applies_the_provider_reasoning_rule():
-    from ctxsim.tokens.counting import MessageSizer
     from ctxsim.engine import Replayer, Setup
     from ctxsim.policies import parse_policy
     from ctxsim.tokens import TokenCounter, get_tokenizer
+    from ctxsim.tokens.counting import MessageSizer
 
     trace = openai_reasoning_trace()
     plain = Replayer(trace, MessageSizer(TokenCounter(get_tokenizer("chars4"))), Setup()).run(parse_policy("none"))
@@ -221,7 +221,7 @@ def test_validate_applies_the_provider_reasoning_rule():
 def test_validate_on_the_claude_fixture_excludes_the_request_after_a_compaction():
     result = validate(read_traces([str(CLAUDE)]), "chars4")
     assert result.calibration is not None and result.calibration.requests_excluded == 1
-    after = [c for c in result.checks if c.session == "feat-main/part-2"][0]
+    after = next(c for c in result.checks if c.session == "feat-main/part-2")
     assert any("compaction" in r for r in after.reasons)
 
 

@@ -8,10 +8,9 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-
-import ctxsim
 from typer.testing import CliRunner
 
+import ctxsim
 from ctxsim.cli import app
 from ctxsim.errors import CtxsimError
 
@@ -22,7 +21,7 @@ TRACE = str(ROOT / "traces" / "billing-session.jsonl")
 def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
                                  ) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"<!-- python-api-example[^\n]*-->\n```python\n(.*?)```", readme, re.S)
+    block = re.search(r"<!-- python-api-example[^\n]*-->\n```python\n(.*?)```", readme, re.DOTALL)
     assert block is not None, "README lost its Python API example"
     code = block.group(1).replace("/tmp/ctxsim-example-run.json", str(tmp_path / "run.json"))
     monkeypatch.chdir(ROOT)

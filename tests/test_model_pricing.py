@@ -16,14 +16,14 @@ from genai_prices import Usage as PriceUsage
 from genai_prices import calc_price
 from typer.testing import CliRunner
 
+from ctxsim.analysis.validate import validate
 from ctxsim.cli import app
-from ctxsim.tokens.counting import MessageSizer
 from ctxsim.engine import Replayer, Setup
 from ctxsim.formats import native
 from ctxsim.model import Message, Session, Trace, Usage, format_ts
 from ctxsim.recorded import recorded_of
 from ctxsim.tokens import TokenCounter, get_tokenizer
-from ctxsim.analysis.validate import validate
+from ctxsim.tokens.counting import MessageSizer
 
 T0 = 1_768_323_360.0  # 2026-01-13T16:56:00Z
 MAIN, SUB = "claude-sonnet-4-5", "claude-haiku-4-5"
@@ -65,7 +65,7 @@ def _replay(trace: Trace, **setup: object):
 
 
 def _row_price(model: str, row) -> Decimal:
-    return calc(model, datetime.fromisoformat(row.ts.replace("Z", "+00:00")).timestamp(), row.input_tokens,
+    return calc(model, datetime.fromisoformat(row.ts).timestamp(), row.input_tokens,
                 row.cache_read_tokens, row.cache_write_tokens + row.cache_write_1h_tokens, row.output_tokens)
 
 

@@ -8,13 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import write_jsonl
 from typer.testing import CliRunner
 
 from ctxsim.cli import app
 from ctxsim.errors import TraceError
 from ctxsim.formats import native, read_trace
-
-from conftest import write_jsonl
 
 
 def test_reads_sessions_messages_and_unknown_fields(tmp_path: Path, tiny_records):
@@ -77,27 +76,27 @@ BAD_CASES = [
      "without its call"),
     ("negative usage", b'{"type": "message", "role": "assistant", "content": "", "usage": {"input_tokens": -5}}\n',
      1, "usage.input_tokens' must not be negative"),
-    ("absurd usage", b'{"type": "message", "role": "assistant", "content": "", "usage": {"input_tokens": '
-     b'99999999999}}\n', 1, "absurd"),
-    ("reads above input", b'{"type": "message", "role": "assistant", "content": "", "usage": '
-     b'{"input_tokens": 10, "cache_read_tokens": 50}}\n', 1, "exceed input_tokens"),
+    ("absurd usage", (b'{"type": "message", "role": "assistant", "content": "", "usage": {"input_tokens": '
+     b'99999999999}}\n'), 1, "absurd"),
+    ("reads above input", (b'{"type": "message", "role": "assistant", "content": "", "usage": '
+     b'{"input_tokens": 10, "cache_read_tokens": 50}}\n'), 1, "exceed input_tokens"),
     ("string usage", b'{"type": "message", "role": "assistant", "content": "", "usage": {"output_tokens": "7"}}\n',
      1, "must be an integer"),
-    ("invalid utf-8", b'{"type": "message", "role": "user", "content": "ok"}\n{"type": "message", "role": "user",'
-     b' "content": "\xff\xfe"}\n', 2, "invalid UTF-8"),
+    ("invalid utf-8", (b'{"type": "message", "role": "user", "content": "ok"}\n{"type": "message", "role": "user",'
+     b' "content": "\xff\xfe"}\n'), 2, "invalid UTF-8"),
     ("bad ts", b'{"type": "message", "role": "user", "content": "a", "ts": "yesterday"}\n', 1, "ISO 8601"),
     ("bad version", b'{"type": "session", "version": 9}\n', 1, "unsupported native format version 9"),
     ("bool as int", b'{"type": "session", "window": true}\n', 1, "'window' must be an integer"),
     ("unknown record", b'{"type": "turn"}\n', 1, "unknown record type 'turn'"),
-    ("calls on user", b'{"type": "message", "role": "user", "content": "", "tool_calls": [{"id": "a", '
-     b'"name": "x"}]}\n', 1, "only assistant"),
-    ("duplicate result", b'{"type": "message", "role": "assistant", "content": "", "tool_calls": [{"id": "a", '
+    ("calls on user", (b'{"type": "message", "role": "user", "content": "", "tool_calls": [{"id": "a", '
+     b'"name": "x"}]}\n'), 1, "only assistant"),
+    ("duplicate result", (b'{"type": "message", "role": "assistant", "content": "", "tool_calls": [{"id": "a", '
      b'"name": "x"}]}\n{"type": "message", "role": "tool", "tool_call_id": "a", "content": "1"}\n'
-     b'{"type": "message", "role": "tool", "tool_call_id": "a", "content": "2"}\n', 3, "second tool result"),
+     b'{"type": "message", "role": "tool", "tool_call_id": "a", "content": "2"}\n'), 3, "second tool result"),
 ]
 
 
-@pytest.mark.parametrize("name,data,line,message", BAD_CASES, ids=[c[0] for c in BAD_CASES])
+@pytest.mark.parametrize(("name", "data", "line", "message"), BAD_CASES, ids=[c[0] for c in BAD_CASES])
 def test_bad_input_is_a_clear_error(tmp_path: Path, name, data, line, message):
     path = tmp_path / "bad.jsonl"
     path.write_bytes(data)
@@ -109,7 +108,7 @@ def test_bad_input_is_a_clear_error(tmp_path: Path, name, data, line, message):
     assert str(caught.value).startswith(expected_where)
 
 
-@pytest.mark.parametrize("name,data,line,message", BAD_CASES, ids=[c[0] for c in BAD_CASES])
+@pytest.mark.parametrize(("name", "data", "line", "message"), BAD_CASES, ids=[c[0] for c in BAD_CASES])
 def test_cli_exits_2_without_traceback(tmp_path: Path, name, data, line, message):
     path = tmp_path / "bad.jsonl"
     path.write_bytes(data)

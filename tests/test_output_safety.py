@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ctxsim.cli import app
 from ctxsim._support.fileio import replace_folder
+from ctxsim.cli import app
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tiny"
 NATIVE = FIXTURES / "native.jsonl"
@@ -596,7 +596,8 @@ def test_an_eof_error_is_not_abort_exit_1(trace: Path, monkeypatch: pytest.Monke
 
 def test_main_catches_what_escapes_every_command():
     child = "import ctxsim.cli as cli\ndef boom(args):\n    raise ZeroDivisionError\ncli._run_app = boom\ncli.main()\n"
-    done = subprocess.run([sys.executable, "-c", child, "replay"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", child, "replay"], capture_output=True, text=True, timeout=120,
+                          check=False)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ctxsim: error: internal error in ctxsim replay: "

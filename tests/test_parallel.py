@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from ctxsim._support.parallel import MIN_PARALLEL_REQUESTS, available_cores, can_fork, plan_jobs, run_ordered
 from ctxsim.api import Options, replay_choices
 from ctxsim.cli import app
 from ctxsim.errors import CtxsimError
 from ctxsim.formats.native import write
 from ctxsim.history import Edit, Splice
-from ctxsim._support.parallel import MIN_PARALLEL_REQUESTS, available_cores, can_fork, plan_jobs, run_ordered
 from ctxsim.policies import Context
 from ctxsim.policies.spec import Choice, resolve
 from ctxsim.synth import synthesize
@@ -71,7 +71,7 @@ class _Orphaner:
 
 @needs_fork
 def test_an_error_in_a_worker_reaches_the_caller(trace) -> None:  # type: ignore[no-untyped-def]
-    choices = resolve(["none", "mask"]) + [Choice("orphaner", _Orphaner())]  # type: ignore[arg-type]
+    choices = [*resolve(["none", "mask"]), Choice("orphaner", _Orphaner())]  # type: ignore[arg-type]
     with pytest.raises(CtxsimError, match="orphan its tool result"):
         replay_choices(trace, "t.jsonl", choices, Options(jobs=2))
 

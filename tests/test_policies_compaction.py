@@ -11,8 +11,10 @@ So request k's prompt is 10 + 14 + 1018 * (k - 1) = 24 + 1018 * (k - 1).
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import pytest
+from helpers import T0, Capture, SpecStages, replay
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,10 +26,14 @@ from ctxsim.policies.notes import NotesBook, notes_text, render
 from ctxsim.policies.server_compact import DEFAULT_INSTRUCTIONS
 from ctxsim.presets import presets
 from ctxsim.summarizers.extractive import ExtractiveSummarizer, marker_lines
-from ctxsim.summarizers.llm import (INSTRUCTIONS, AnthropicSummaryClient, LLMSummarizer, OpenAISummaryClient,
-                                    SimulatedLLMSummarizer, SummarySize)
-
-from helpers import T0, Capture, SpecStages, replay
+from ctxsim.summarizers.llm import (
+    INSTRUCTIONS,
+    AnthropicSummaryClient,
+    LLMSummarizer,
+    OpenAISummaryClient,
+    SimulatedLLMSummarizer,
+    SummarySize,
+)
 
 SYSTEM = "You are a coding agent."
 
@@ -44,8 +50,7 @@ def sized_trace(turns: int, *, thinking: bool = False, window: int | None = None
         messages.append(Message("assistant", "a" * 16, ts=ts(10 * n), tool_calls=(call,),
                                 thinking=("t" * 400) if thinking else None))
         messages.append(Message("tool", "x" * 4000, ts=ts(10 * n + 1), tool_call_id=f"c{n}", name="bash"))
-        for message in (extra or {}).get(n, ()):
-            messages.append(message)
+        messages.extend((extra or {}).get(n, ()))
     messages.append(Message("assistant", "done", ts=ts(10 * turns + 5)))
     return Trace("t", (Session(id="s", system=SYSTEM, messages=tuple(messages), window=window),))
 
@@ -220,7 +225,7 @@ def test_server_compact_replaces_everything_with_one_summary():
 
 
 def test_server_compact_pause_keeps_the_newest_turn():
-    run, capture = watched(sized_trace(53), "server_compact:trigger=50000,pause_after_compaction=true")
+    run, _capture = watched(sized_trace(53), "server_compact:trigger=50000,pause_after_compaction=true")
     request51 = next(r for r in run.rows if r.kind == "request" and r.index == 51)
     assert request51.input_tokens == 10 + 3_504 + 1_018  # the summary and turn 50 (assistant + result)
 
@@ -425,7 +430,7 @@ def test_extractive_summary_semantics():
             for i in range(20)]
     many += [Message("tool", f"ValueError: v{i}", tool_call_id=f"c{i}", name="read_file") for i in range(20)]
     capped = ExtractiveSummarizer(max_errors=5, max_files=12).summarize(many, "")
-    assert [ln for ln in capped.split("\n") if ln.startswith("ERROR:")][0].startswith("ERROR: ValueError: v15")
+    assert next(ln for ln in capped.split("\n") if ln.startswith("ERROR:")).startswith("ERROR: ValueError: v15")
     assert sum(ln.startswith("FILE:") for ln in capped.split("\n")) == 12 and "src/m8.py" in capped
     assert "src/m7.py" not in capped
 
@@ -440,7 +445,7 @@ def test_summary_size_model_and_placeholder():
     text = sim.summarize(messages, "", target_tokens=1_000)
     assert 3_900 <= len(text) <= 4_000 and "TASK: keep USD behavior unchanged" in text
     assert text == sim.summarize(messages, "", target_tokens=1_000)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="summary_min_tokens <= summary_max_tokens"):
         SummarySize(min_tokens=3_000, max_tokens=2_000)
 
 
@@ -461,7 +466,7 @@ def test_llm_client_adapters_shape_their_requests():
         type, text = "text", "TASK: x"
 
     class AnthropicReply:
-        content = [Block()]
+        content: ClassVar[list[Block]] = [Block()]
 
     anthropic = type("Fake", (), {})()
     anthropic.messages = _Record(AnthropicReply())

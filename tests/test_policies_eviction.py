@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from helpers import T0, Capture, SpecStages, replay, session_of, turn_messages
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxsim.tokens.counting import MessageSizer, blocks
 from ctxsim.errors import ParameterError
 from ctxsim.history import History
 from ctxsim.model import Message, Session, ToolCall, Trace, format_ts
@@ -24,8 +24,7 @@ from ctxsim.policies.tiered import COMPACTION_MARKER
 from ctxsim.policies.truncate import split_lines, truncate_text
 from ctxsim.policies.zones import SummarySizer
 from ctxsim.tokens import TokenCounter, get_tokenizer
-
-from helpers import T0, Capture, SpecStages, replay, session_of, turn_messages
+from ctxsim.tokens.counting import MessageSizer, blocks
 
 
 def lines(n: int, tag: str = "l") -> str:

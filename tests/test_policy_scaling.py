@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 
 import ctxsim.engine as engine
-from ctxsim.tokens.counting import MessageSizer
 from ctxsim.history import History
 from ctxsim.model import Trace
 from ctxsim.policies import NoParams, policies
 from ctxsim.policies.spec import resolve
 from ctxsim.synth import synthesize
 from ctxsim.tokens import TokenCounter, get_tokenizer
+from ctxsim.tokens.counting import MessageSizer
 
 SMALL, BIG = 300, 1200
 
@@ -207,7 +207,7 @@ def test_the_counting_history_sees_a_whole_history_walk(traces, monkeypatch):
 @pytest.mark.parametrize("spec", [s for specs in SPECS.values() for s in specs])
 def test_reads_per_request_do_not_grow_with_the_trace(spec, traces, monkeypatch):
     small, run_small = reads_of(traces[SMALL], spec, monkeypatch)
-    big, run_big = reads_of(traces[BIG], spec, monkeypatch)
+    big, _run_big = reads_of(traces[BIG], spec, monkeypatch)
     if spec != "none":
         acted = [e for e in run_small.events if e.kind not in ("threshold", "overflow")]
         assert acted, f"{spec} never acts on the {SMALL}-turn trace: the check would be empty"

@@ -6,14 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import write_jsonl
 from typer.testing import CliRunner
 
 from ctxsim.cli import app
 from ctxsim.errors import CtxsimError
 from ctxsim.policies.spec import resolve, split_list
 from ctxsim.presets import Preset, register
-
-from conftest import write_jsonl
 
 
 def test_split_list_keeps_parameters_with_their_spec():
@@ -108,10 +107,10 @@ def test_compare_output_json_file_is_the_run_artefact_alone(tmp_path: Path, tiny
 
 def test_replay_calibrate_records_the_fit(tmp_path: Path):
     """`--calibrate` fits the hidden prefix from recorded usage and puts the fit in the manifest."""
-    from ctxsim.tokens.counting import Framing, MessageSizer
-    from ctxsim.model import Message, Session, Trace, Usage
     from ctxsim.formats import native
+    from ctxsim.model import Message, Session, Trace, Usage
     from ctxsim.tokens import TokenCounter, get_tokenizer
+    from ctxsim.tokens.counting import Framing, MessageSizer
 
     # A session whose recorded prompts are exactly the counted prompt plus a 5,000-token hidden prefix.
     sizer = MessageSizer(TokenCounter(get_tokenizer("o200k_base")), Framing())

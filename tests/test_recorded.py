@@ -22,12 +22,12 @@ from recorded_fixtures import claude_code_compaction, codex_compaction
 from typer.testing import CliRunner
 
 from ctxsim.cli import app
-from ctxsim.tokens.counting import Framing, MessageSizer
 from ctxsim.formats import native, read_traces
 from ctxsim.model import Message, Session, Trace, Usage, format_ts
 from ctxsim.recorded import recorded_of
 from ctxsim.run import RunResult
 from ctxsim.tokens import TokenCounter, get_tokenizer
+from ctxsim.tokens.counting import Framing, MessageSizer
 
 T0 = 1_768_323_360.0  # 2026-01-13T16:56:00Z
 MODEL = "gpt-4o"
@@ -196,7 +196,7 @@ def test_a_trace_with_run_totals_only_gets_a_row_from_them() -> None:
 # ---------------------------------------------------------------- the trace's own cost
 
 
-@pytest.mark.parametrize("factor, flagged", [(Decimal("1.10"), True), (Decimal("1.02"), False)])
+@pytest.mark.parametrize(("factor", "flagged"), [(Decimal("1.10"), True), (Decimal("1.02"), False)])
 def test_the_traces_own_cost_is_shown_and_flagged_over_5_percent(tmp_path: Path, factor: Decimal,
                                                                  flagged: bool) -> None:
     trace, usages, times = hand_usage()
@@ -255,10 +255,11 @@ def test_replay_none_costs_what_validate_simulates(tmp_path: Path) -> None:
     messages = []
     for i, m in enumerate(session.messages):
         if m.role == "assistant":
-            m = replace(m, thinking="let me weigh the invoice totals carefully " * 40)
-        if m.role == "user" and i % 4 == 0:
-            m = replace(m, content="a new question: " + m.content)
-        messages.append(m)
+            messages.append(replace(m, thinking="let me weigh the invoice totals carefully " * 40))
+        elif m.role == "user" and i % 4 == 0:
+            messages.append(replace(m, content="a new question: " + m.content))
+        else:
+            messages.append(m)
     session = replace(session, model="claude-sonnet-4-5", provider="anthropic", messages=tuple(messages))
     path = write(replace(trace, sessions=(session,)), tmp_path / "think.jsonl")
     replayed = run_json(["replay", str(path)])

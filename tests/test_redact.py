@@ -124,7 +124,7 @@ def _trace(path: Path) -> Path:
                                   "output_tokens": 80}})
         records.append({"type": "message", "role": "tool", "tool_call_id": f"c{turn}", "name": "bash", "ts": ts,
                         "content": f"{PRIVATE_KEY}\nToolOutputWordAxolotl {GITHUB_PAT} {OPENAI_OLD}\n"
-                                   + "ValueError: bad thing\n" + "line of output\n" * (40 * turn)})
+                                    "ValueError: bad thing\n" + "line of output\n" * (40 * turn)})
     records.append({"type": "message", "role": "assistant", "content": f"AssistantWordTapir done {AWS}",
                     "usage": {"input_tokens": 12000, "output_tokens": 20}})
     path.write_text("".join(json.dumps(r) + "\n" for r in records))

@@ -20,13 +20,13 @@ import pytest
 from typer.testing import CliRunner
 
 from ctxsim.cli import app
+from ctxsim.composition import Composition
 from ctxsim.errors import CtxsimError
 from ctxsim.meter import EventRecord
-from ctxsim.run import RunResult
 from ctxsim.reports import FORMATS, Options, charts, render, reports, write_bundle, write_file
 from ctxsim.reports._common import dumps_run, load_run, thresholds
-from ctxsim.composition import Composition
 from ctxsim.reports.pareto import pareto_front
+from ctxsim.run import RunResult
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT / "traces" / "billing-session.jsonl"
@@ -156,7 +156,7 @@ def test_png_carries_no_software_or_date_stamp(result: RunResult):
 
 # ---------------------------------------------------------------- determinism
 def _run(*args: str, cwd: Path) -> None:
-    done = subprocess.run([str(CTXSIM), *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([str(CTXSIM), *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
 
 
@@ -403,8 +403,8 @@ def test_parquet_keeps_decimals(result: RunResult):
 
 # ---------------------------------------------------------------- charts' inputs
 def test_pareto_front():
-    points = [(100.0, Decimal("2")), (50.0, Decimal("3")), (60.0, Decimal("3.5")), (10.0, Decimal("9")),
-              (100.0, Decimal("2"))]
+    points = [(100.0, Decimal(2)), (50.0, Decimal(3)), (60.0, Decimal("3.5")), (10.0, Decimal(9)),
+              (100.0, Decimal(2))]
     assert pareto_front(points) == [0, 1, 3, 4]  # 2 is beaten by 1; equal points both stay
 
 
@@ -537,12 +537,12 @@ def test_progress_draws_on_a_terminal_only(capsys):
 
 
 def test_progress_callback_fits_the_engine(capsys):
-    from ctxsim.tokens.counting import MessageSizer
     from ctxsim.engine import Replayer
     from ctxsim.formats import read_trace
     from ctxsim.policies import parse_policy
     from ctxsim.reports._progress import progress_bar
     from ctxsim.tokens import TokenCounter, get_tokenizer
+    from ctxsim.tokens.counting import MessageSizer
 
     replayer = Replayer(read_trace(str(TRACE)), MessageSizer(TokenCounter(get_tokenizer("chars4"))))
     calls = []
@@ -702,7 +702,7 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 def test_composition_height_is_bounded(with_composition: Path):
     crowded = many(load_run(with_composition), 13)
-    crowded.runs = [run for run in crowded.runs]
+    crowded.runs = list(crowded.runs)
     for run in crowded.runs[1:]:  # distinct compositions: shift one column
         if run.composition is not None:
             run.composition = Composition(run.composition.columns, run.composition.requests,
@@ -761,7 +761,7 @@ def main_table_of(text: str) -> list[str]:
 
 
 def columns(line: str) -> int:
-    return len([c for c in line.replace("\\|", "").strip().strip("|").split("|")])
+    return len(list(line.replace("\\|", "").strip().strip("|").split("|")))
 
 
 def test_main_table_has_at_most_six_columns_and_details_below(result: RunResult):
@@ -806,7 +806,8 @@ def test_a_saving_against_an_overflowing_baseline_says_so(result: RunResult):
 def test_markdown_stays_under_the_comment_limit_on_a_long_trace(tmp_path: Path):
     """A 300-turn synthetic trace under four policies (the 2,400-turn one, scaled down to keep the test
     fast); the budget is checked at the real limit and at a limit scaled down with it."""
-    from ctxsim.api import Options as RunOptions, replay_trace
+    from ctxsim.api import Options as RunOptions
+    from ctxsim.api import replay_trace
 
     trace = tmp_path / "long.jsonl"
     assert invoke("synth", "--turns", "300", "--seed", "3", "-o", trace).exit_code == 0

@@ -13,7 +13,7 @@ from ctxsim.synth import synthesize
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 
 
-@pytest.mark.parametrize("name,turns,seed,billing", [("billing-session.jsonl", 60, 0, {}),
+@pytest.mark.parametrize(("name", "turns", "seed", "billing"), [("billing-session.jsonl", 60, 0, {}),
                                                     ("long-session.jsonl", 300, 7, None)])
 def test_sample_regenerates_byte_for_byte(name, turns, seed, billing):
     out = io.StringIO()

@@ -31,7 +31,7 @@ def _lines(turns: int, seed: int, **header: object) -> list[str]:
             first.pop(key, None)
         else:
             first[key] = value
-    return [json.dumps(first)] + lines[1:]
+    return [json.dumps(first), *lines[1:]]
 
 
 def _multi(path: Path) -> Path:

@@ -16,8 +16,8 @@ from ctxsim.cli import app
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import native
 from ctxsim.model import Trace, Usage
-from ctxsim.synth import synthesize
 from ctxsim.sweep import Budget, parse_budgets
+from ctxsim.synth import synthesize
 
 WINDOW = 40_000  # small, so that some sessions pass window - reserve (20,000) under `none`
 POLICIES = "clear,compact,truncate"
@@ -119,20 +119,21 @@ def test_table_equals_separate_compares_of_each_trace(corpus: Path, tmp_path: Pa
         assert int(got["requests"]) == want["requests"] and int(got["sessions"]) == want["sessions"] == 5
         assert int(got["sessions_over_window"]) == want["over"], key
         assert Decimal(got["saving_usd"]) == none_cost - want["cost"]
-    assert 0 < int(table[("none", "-")]["sessions_over_window"])  # the check above is not vacuous
+    assert int(table[("none", "-")]["sessions_over_window"]) > 0  # the check above is not vacuous
     assert int(table[("clear", "12k")]["sessions_over_window"]) < int(table[("none", "-")]["sessions_over_window"])
 
 
 def test_recorded_bill_beside_the_replay(corpus: Path):
-    from ctxsim.formats import read_trace
     from ctxsim.analysis.inspect import inspect_trace
+    from ctxsim.formats import read_trace
 
     out, _ = _sweep(str(corpus), "--policies", "clear", "-j", "1")
     billed = inspect_trace(read_trace(str(corpus / "b" / "s3.jsonl"))).totals.cost_usd
     assert billed > 0
     from ctxsim.commands.sweep import _money
 
-    assert f"note: recorded bill of the 1 of 5 session(s) whose logged usage is all priced: {_money(str(billed))};" in out
+    assert (f"note: recorded bill of the 1 of 5 session(s) whose logged usage is all priced: "
+            f"{_money(str(billed))};") in out
 
 
 def test_output_dataset_manifest_and_resume(corpus: Path, tmp_path: Path):

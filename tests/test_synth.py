@@ -4,6 +4,7 @@ the coding profile's shape (markers, pauses, failing tests, size band)."""
 from __future__ import annotations
 
 import io
+import itertools
 import re
 
 import pytest
@@ -11,8 +12,7 @@ import pytest
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import native
 from ctxsim.model import Trace, parse_ts
-from ctxsim.synth import PROFILES, synthesize
-from ctxsim.synth import yoagent
+from ctxsim.synth import PROFILES, synthesize, yoagent
 
 
 def _native(trace: Trace) -> str:
@@ -176,7 +176,8 @@ def test_coding_turn_structure(coding300: Trace) -> None:
 
 def test_coding_markers(coding300: Trace) -> None:
     text = "\n".join(m.content for m in coding300.sessions[0].messages if m.role == "assistant")
-    found = {kind: re.findall(rf"^{kind}: (.+)$", text, re.M) for kind in ("DECISION", "TODO", "DONE", "ERROR", "FILE")}
+    found = {kind: re.findall(rf"^{kind}: (.+)$", text, re.MULTILINE)
+             for kind in ("DECISION", "TODO", "DONE", "ERROR", "FILE")}
     assert all(found.values()), {k: len(v) for k, v in found.items()}
     assert set(found["DONE"]) <= set(found["TODO"])  # DONE repeats an earlier TODO word for word
     assert any(re.search(r"\(last seen turn \d+\)$", line) for line in found["ERROR"])
@@ -192,7 +193,7 @@ def test_coding_failing_tests_are_errors(coding300: Trace) -> None:
 
 def test_coding_timestamps_and_pauses(coding300: Trace) -> None:
     times = [parse_ts(m.ts) for m in coding300.sessions[0].messages]
-    gaps = [b - a for a, b in zip(times, times[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     assert min(gaps) >= 0
     assert max(gaps) > 5 * 60  # at least one pause long enough for a 5-minute cache to go cold
     assert sorted(gaps)[len(gaps) // 2] < 60  # but normally seconds apart
@@ -221,7 +222,7 @@ def test_coding_options() -> None:
     messages = calm.sessions[0].messages
     assert sum(m.role == "user" for m in messages) == 1
     times = [parse_ts(m.ts) for m in messages]
-    assert max(b - a for a, b in zip(times, times[1:])) <= 60
+    assert max(b - a for a, b in itertools.pairwise(times)) <= 60
 
 
 @pytest.mark.parametrize(

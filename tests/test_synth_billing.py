@@ -24,7 +24,7 @@ MESSAGE_TOLERANCE = 2  # framing tokens per message
 PREFIX_TOLERANCE = 0.01  # share of the expected hidden prefix
 
 
-@pytest.mark.parametrize("hidden,scale,message", [(5_000, 1.2, 24), (12_000, 1.05, 8)])
+@pytest.mark.parametrize(("hidden", "scale", "message"), [(5_000, 1.2, 24), (12_000, 1.05, 8)])
 def test_calibration_recovers_the_hidden_prefix_and_scale(hidden, scale, message):
     options = {"hidden_tokens": hidden, "token_scale": scale, "message_tokens": message, "cold_rate": 0.0}
     trace = synthesize("coding", turns=20, seed=3, billing=options)

@@ -7,14 +7,13 @@ import socket
 import pytest
 
 from ctxsim.errors import CtxsimError
-from ctxsim.tokens import TokenCounter, get_tokenizer
-from ctxsim.tokens import bpe
+from ctxsim.tokens import TokenCounter, bpe, get_tokenizer
 
 
 def test_o200k_reference_ids_offline(tmp_path, monkeypatch):
     # An empty tiktoken cache and no network: the encoding must come from the shipped ranks.
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="network disabled in tests"):
         socket.create_connection(("127.0.0.1", 9))
     enc = bpe.encoding("o200k_base")
     # Reference ids published for tiktoken's o200k_base and cl100k_base.

@@ -11,7 +11,6 @@ from __future__ import annotations
 import pytest
 
 from ctxsim.caching.rendered import common_prefix, render
-from ctxsim.tokens.counting import MessageSizer
 from ctxsim.engine import Replayer, Setup
 from ctxsim.model import Message, ToolCall
 from ctxsim.policies import parse_policy
@@ -20,6 +19,7 @@ from ctxsim.presets import presets
 from ctxsim.presets.yoagent import FRAMING, PRESET, PUBLISHED, Stages, replay_yoagent, sizer
 from ctxsim.synth import synthesize
 from ctxsim.tokens import TokenCounter, get_tokenizer
+from ctxsim.tokens.counting import MessageSizer
 
 
 @pytest.fixture(scope="module")

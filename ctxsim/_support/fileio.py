@@ -26,10 +26,10 @@ import sys
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import IO, Any, BinaryIO, TypeVar
 
 from ctxsim.errors import CtxsimError
 
@@ -131,9 +131,9 @@ def open_input(path: str, limits: Limits | None = None) -> BinaryIO:
     except BaseException:
         raw.close()
         raise
-    inner: BinaryIO = gzip.GzipFile(fileobj=raw) if packed else raw  # type: ignore[assignment]
+    inner: IO[bytes] | io.BufferedIOBase = gzip.GzipFile(fileobj=raw) if packed else raw
     guarded = GuardedInput(inner, path, limits.max_input_bytes, packed, also_close=raw)
-    return io.BufferedReader(guarded, 1 << 16)  # type: ignore[return-value]
+    return io.BufferedReader(guarded, 1 << 16)
 
 
 def read_stdin(limits: Limits | None = None) -> bytes:
@@ -157,8 +157,8 @@ class GuardedInput(io.RawIOBase):
     or corrupt gzip stream, an I/O error) into one-line errors naming the file.
     """
 
-    def __init__(self, inner: BinaryIO, path: str, limit: int, packed: bool,
-                 also_close: BinaryIO | None = None) -> None:
+    def __init__(self, inner: IO[bytes] | io.BufferedIOBase, path: str, limit: int, packed: bool,
+                 also_close: IO[bytes] | None = None) -> None:
         self._inner = inner
         self._also_close = also_close
         self._path = path
@@ -204,7 +204,7 @@ class GuardedInput(io.RawIOBase):
 
     def read_all(self) -> bytes:
         """Everything up to the limit (over it: the error), without a BufferedReader's extra copy."""
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             chunk = self.read(1 << 20)
             if not chunk:
@@ -461,10 +461,8 @@ def _clean_stale(folder: Path, name: str) -> None:
                 if stale.is_dir() and not stale.is_symlink():
                     shutil.rmtree(stale, ignore_errors=True)
                 else:
-                    try:
+                    with suppress(OSError):
                         stale.unlink()
-                    except OSError:
-                        pass
 
 
 def _umask() -> int:
@@ -478,7 +476,7 @@ def _fail(path: str | Path, exc: OSError) -> CtxsimError:
 
 
 @contextmanager
-def atomic_write(path: str | Path, mode: str = "w", force: bool = False) -> Iterator[io.IOBase]:
+def atomic_write(path: str | Path, mode: str = "w", force: bool = False) -> Iterator[IO[Any]]:
     """Write to a temporary file beside `path`, then rename it over `path`.
 
     An interrupted write leaves the old file or the new one, never a partial one. A symlink or a
@@ -501,9 +499,8 @@ def atomic_write(path: str | Path, mode: str = "w", force: bool = False) -> Iter
         if not force:
             raise CtxsimError(f"{path}: is a {_kind(st.st_mode)}, not a regular file; refusing to replace it")
         try:
-            with open(target, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8", "newline": "\n"})) \
-                    as handle:
-                yield handle
+            with open(target, "wb") if binary else open(target, "w", encoding="utf-8", newline="\n") as into:
+                yield into
         except OSError as exc:
             raise _fail(path, exc) from None
         _written(path)
@@ -515,10 +512,7 @@ def atomic_write(path: str | Path, mode: str = "w", force: bool = False) -> Iter
     except OSError as exc:
         raise _fail(path, exc) from None
     try:
-        if binary:
-            handle = os.fdopen(fd, "wb")
-        else:
-            handle = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+        handle: IO[Any] = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
         with handle:
             yield handle
             handle.flush()
@@ -527,10 +521,8 @@ def atomic_write(path: str | Path, mode: str = "w", force: bool = False) -> Iter
         os.replace(tmp, target)
         _written(path)
     except BaseException as exc:
-        try:
+        with suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         if isinstance(exc, OSError):
             raise _fail(path, exc) from None
         raise

@@ -87,7 +87,7 @@ def plan_jobs(jobs: int | None, tasks: int, work_requests: int) -> int:
 def _take(order: Sequence[int], cursor: Any) -> int | None:
     """The next task to run, or None when all are taken (`cursor` is shared by all processes)."""
     with cursor.get_lock():
-        at = cursor.value
+        at: int = cursor.value
         if at >= len(order):
             return None
         cursor.value = at + 1
@@ -142,7 +142,7 @@ class _Channel:
         with self.lock:
             self.writer.send(note)
 
-    def receive(self, workers: Sequence[Any]) -> tuple[int, object]:
+    def receive(self, workers: Sequence[Any]) -> tuple[int, Any]:  # Any: what the task returned, unpickled
         """The next result a worker sent; its error raised here; never a hang when a worker died."""
         while not self.reader.poll(0.2):
             if all(not w.is_alive() for w in workers) and not self.reader.poll(0):
@@ -150,8 +150,8 @@ class _Channel:
                 raise CtxsimError(f"a worker process ended without its results (exit codes {codes})")
         index, ok, payload = self.reader.recv()
         if not ok:
-            raise payload  # type: ignore[misc]
-        slot, at, size = payload  # type: ignore[misc]
+            raise payload
+        slot, at, size = payload
         fd = self.files[slot].fileno()
         parts = []
         while size > 0:
@@ -187,7 +187,7 @@ def _worker(order: Sequence[int], cursor: Any, channel: _Channel, slot: int, par
     while (index := _take(order, cursor)) is not None:
         try:
             channel.send(index, _task(index))
-        except BaseException as exc:  # noqa: BLE001 - sent to the parent, which raises it
+        except BaseException as exc:
             channel.fail(index, exc)
             return
 
@@ -235,9 +235,9 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
             while (index := _take(order, cursor)) is not None:
                 finish(index, task(index))
                 while channel.reader.poll(0):  # load what the workers finished meanwhile, not all at the end
-                    finish(*channel.receive(workers))  # type: ignore[arg-type]
+                    finish(*channel.receive(workers))
             while len(arrived) < count:
-                finish(*channel.receive(workers))  # type: ignore[arg-type]
+                finish(*channel.receive(workers))
         finally:
             _task = outer
             for worker in workers:
@@ -251,5 +251,12 @@ def run_ordered(task: Callable[[int], T], count: int, jobs: int,
     return [arrived[i] for i in range(count)]
 
 
-__all__: Sequence[str] = ["at_most", "available_cores", "can_fork", "plan_jobs", "plan_share", "run_ordered",
-                          "MIN_PARALLEL_REQUESTS"]
+__all__: Sequence[str] = [
+    "MIN_PARALLEL_REQUESTS",
+    "at_most",
+    "available_cores",
+    "can_fork",
+    "plan_jobs",
+    "plan_share",
+    "run_ordered",
+]

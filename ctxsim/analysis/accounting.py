@@ -21,13 +21,13 @@ import sys
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from decimal import Decimal
 from typing import Any
 
+from ctxsim.analysis.inspect import Totals, _Prices, totals_of
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import FileReport, read_traces
-from ctxsim.analysis.inspect import Totals, _Prices, totals_of
 from ctxsim.model import Session, Trace
 from ctxsim.pricing import Bill
 
@@ -55,7 +55,7 @@ class Charge:
 
 def zone(name: str | None) -> tzinfo:
     if not name or name.upper() == "UTC":
-        return timezone.utc
+        return UTC
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     try:
@@ -208,7 +208,7 @@ def cache_breaks(corpus: Corpus, tz: tzinfo, since: date | None, until: date | N
 
 
 def local(ts_s: float, tz: tzinfo) -> datetime:
-    return datetime.fromtimestamp(ts_s, tz=timezone.utc).astimezone(tz)
+    return datetime.fromtimestamp(ts_s, tz=UTC).astimezone(tz)
 
 
 def filtered(charges: list[Charge], tz: tzinfo, since: date | None, until: date | None) -> tuple[list[Charge], int]:
@@ -230,10 +230,9 @@ def blocks(charges: list[Charge]) -> dict[int, float]:
     """id(charge) -> its 5-hour block's start (unix seconds): global over every session."""
     out: dict[int, float] = {}
     start: float | None = None
-    for c in sorted((c for c in charges if c.ts_s is not None), key=lambda c: c.ts_s):  # type: ignore[arg-type,return-value]
-        assert c.ts_s is not None
-        if start is None or c.ts_s >= start + BLOCK_S:
-            start = c.ts_s - c.ts_s % 3600  # the hour, floored (UTC hours; zones are whole or half hours)
+    for ts_s, c in sorted(((c.ts_s, c) for c in charges if c.ts_s is not None), key=lambda pair: pair[0]):
+        if start is None or ts_s >= start + BLOCK_S:
+            start = ts_s - ts_s % 3600  # the hour, floored (UTC hours; zones are whole or half hours)
         out[id(c)] = start
     return out
 
@@ -261,16 +260,17 @@ def group(charges: list[Charge], by: str, tz: tzinfo) -> dict[str, Totals]:
     starts = blocks(charges) if by == "block" else {}
     groups: dict[str, list[Charge]] = defaultdict(list)
     for c in charges:
+        ts_s = c.ts_s if c.ts_s is not None else 0.0  # read only where by time, after the check for None
         if by in ("day", "week", "month", "block") and c.ts_s is None:
             key = "no timestamp"
         elif by == "day":
-            key = f"{local(c.ts_s, tz):%Y-%m-%d}"  # type: ignore[arg-type]
+            key = f"{local(ts_s, tz):%Y-%m-%d}"
         elif by == "week":
-            d = local(c.ts_s, tz).date()  # type: ignore[arg-type]
+            d = local(ts_s, tz).date()
             monday = d - timedelta(days=d.weekday())
             key = f"{monday:%Y-%m-%d} (W{monday.isocalendar()[1]:02d})"
         elif by == "month":
-            key = f"{local(c.ts_s, tz):%Y-%m}"  # type: ignore[arg-type]
+            key = f"{local(ts_s, tz):%Y-%m}"
         elif by == "block":
             s = starts[id(c)]
             key = f"{local(s, tz):%Y-%m-%d %H:%M} - {local(s + BLOCK_S, tz):%H:%M}"
@@ -282,7 +282,7 @@ def group(charges: list[Charge], by: str, tz: tzinfo) -> dict[str, Totals]:
             key = c.model
         groups[key].append(c)
     if by == "block":  # chronological, as the keys read
-        order = sorted(groups, key=lambda k: (k == "no timestamp", min((starts.get(id(c), 0.0) for c in groups[k]))))
+        order = sorted(groups, key=lambda k: (k == "no timestamp", min(starts.get(id(c), 0.0) for c in groups[k])))
         return {k: totals(groups[k]) for k in order}
     return {k: totals(v) for k, v in sorted(groups.items())}
 
@@ -292,7 +292,7 @@ def totals(charges: Iterable[Charge]) -> Totals:
 
 
 def tz_name(tz: tzinfo) -> str:
-    return "UTC" if tz is timezone.utc else str(getattr(tz, "key", tz))
+    return "UTC" if tz is UTC else str(getattr(tz, "key", tz))
 
 
 def report_json(corpus: Corpus, charges: list[Charge], by: str | None, tz: tzinfo, since: date | None,
@@ -330,9 +330,10 @@ def report_tables(corpus: Corpus, charges: list[Charge], by: str | None, tz: tzi
     else:
         out.append(TableData(f"totals ({tz_name(tz)})", ["", *head], [["total", *row(whole)]], left=1))
     window = ("" if since is None and until is None
-              else f"; from {since.isoformat() if since else 'the start'} to {until.isoformat() if until else 'the end'}")
-    notes = [f"{corpus.files} file(s), {corpus.sessions} session part(s) read one at a time; times in "
-             f"{tz_name(tz)}{window}"]
+              else f"; from {since.isoformat() if since else 'the start'} "
+                   f"to {until.isoformat() if until else 'the end'}")
+    notes = [(f"{corpus.files} file(s), {corpus.sessions} session part(s) read one at a time; times in "
+              f"{tz_name(tz)}{window}")]
     if untimed:
         notes.append(f"{untimed} request(s) with no time left out by --since/--until")
     notes += corpus.notes

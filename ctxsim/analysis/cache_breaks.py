@@ -24,13 +24,12 @@ with the lost tokens read from the cache instead of written (1-hour writes first
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 from typing import Any
 
 from ctxsim.model import Message, Session, Trace
-from ctxsim.pricing import Bill
+from ctxsim.pricing import Bill, Pricer
 
 TOLERANCE_TOKENS = 1024  # Anthropic's smallest cacheable prefix; OpenAI caches in 128-token steps past 1,024
 TTL_5M_S = 300.0
@@ -82,7 +81,7 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def rebilled(pricer: Any, m: Message, lost: int) -> Decimal | None:
+def rebilled(pricer: Pricer | None, m: Message, lost: int) -> Decimal | None:
     """The recorded bill minus the bill had `lost` more tokens been read from the cache."""
     if pricer is None or m.usage is None:
         return None

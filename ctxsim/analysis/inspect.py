@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from datetime import UTC
 from decimal import Decimal
 from typing import Any
 
@@ -373,10 +374,10 @@ def inspect_trace(trace: Trace, files: list[FileReport] | None = None, tokenizer
                      "its requests are not counted")
     results.sort(key=lambda x: (-x["tokens"], x["session"], x["after_request"]))
     results = results[:largest]
-    for r in results:
-        text = r.pop("message").content
+    for largest_result in results:
+        text = largest_result.pop("message").content
         if include_content:
-            r["preview"] = preview(text, 70)
+            largest_result["preview"] = preview(text, 70)
     jumps.sort(key=lambda x: (-abs(x["growth_tokens"]), x["request"]))
     composition = Composition(
         label(counter.tokenizer), dict(by_role), dict(sorted(by_tool.items(), key=lambda kv: -kv[1]["carried"])),
@@ -387,8 +388,8 @@ def inspect_trace(trace: Trace, files: list[FileReport] | None = None, tokenizer
     subagents = sum(1 for s in trace.sessions if s.extra.get("agent_id"))
     from ctxsim.recorded import own_cost_json
 
-    return Inspection(trace.name, [f for f in files or [] if f.format], infos, requests, totals, compactions, subagents, not_read,
-                      composition, notes, price_data_version(), own_cost_json(trace))
+    return Inspection(trace.name, [f for f in files or [] if f.format], infos, requests, totals, compactions,
+                      subagents, not_read, composition, notes, price_data_version(), own_cost_json(trace))
 
 
 
@@ -409,12 +410,12 @@ def _started(ts: str | None) -> str:
     """An ISO time as `YYYY-MM-DD HH:MM` in UTC; `-` when there is none (or it does not parse)."""
     if not ts:
         return "-"
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from ctxsim.model import parse_ts
 
     try:
-        return datetime.fromtimestamp(parse_ts(ts), tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+        return datetime.fromtimestamp(parse_ts(ts), tz=UTC).strftime("%Y-%m-%d %H:%M")
     except ValueError:
         return "-"
 
@@ -521,7 +522,7 @@ def tables(insp: Inspection, by: str | None = None, timeline: bool = True) -> tu
                                _n(r.cache_write_tokens + r.cache_write_1h_tokens) if r.has_usage else "-",
                                _n(r.output_tokens) if r.has_usage else "-", _money(r.cost_usd) if r.has_usage else "-",
                                f"{r.growth_tokens:+,}" if r.growth_tokens is not None else "",
-                               "; ".join(r.events + [", ".join(r.arrived[:3]) + (" ..." if len(r.arrived) > 3 else "")])
+                               "; ".join([*r.events, ", ".join(r.arrived[:3]) + (" ..." if len(r.arrived) > 3 else "")])
                                .strip("; ")]
                               for r in shown], left=3,
                             keep=("#", *(("session",) if several else ()), "time", "prompt", "cost", "growth",

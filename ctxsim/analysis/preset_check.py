@@ -138,7 +138,8 @@ def _check(before: Session, after: Session, event: Any, product: str, calibratio
     none, preset = result.runs
     rows = [r for r in none.rows if r.kind == "request"]
     last = rows[n_before - 1]
-    limit = _threshold(choices[1].policy, int(preset.policy.get("setup", {}).get("window") or result.manifest["window"]))
+    window = int(preset.policy.get("setup", {}).get("window") or result.manifest["window"])
+    limit = _threshold(choices[1].policy, window)
     crossed = next((r.request + 1 for r in rows if r.context_tokens + r.output_tokens > limit), None)
     compacts = [e for e in preset.events if e.kind == "compact"]
     clears = [e for e in preset.events if e.kind == "clear"]

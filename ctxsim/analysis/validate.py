@@ -21,8 +21,8 @@ from decimal import Decimal
 from typing import Any
 
 from ctxsim.analysis.cache_breaks import _duration
-from ctxsim.analysis.calibrate import KEEPS_THINKING, TAG, Calibration, ProviderReasoningRule, calibration as calibrate_trace
-from ctxsim.analysis.calibrate import replay_none
+from ctxsim.analysis.calibrate import KEEPS_THINKING, TAG, Calibration, ProviderReasoningRule, replay_none
+from ctxsim.analysis.calibrate import calibration as calibrate_trace
 from ctxsim.caching import model_rules
 from ctxsim.engine import Setup
 from ctxsim.errors import CtxsimError
@@ -30,8 +30,16 @@ from ctxsim.model import Message, Session, Trace
 from ctxsim.pricing import Bill
 from ctxsim.tokens import TokenCounter, get_tokenizer, label
 
-__all__ = ["KEEPS_THINKING", "TAG", "ProviderReasoningRule", "RequestCheck", "Validation", "validate",
-           "validation_tables", "quantile"]
+__all__ = [
+    "KEEPS_THINKING",
+    "TAG",
+    "ProviderReasoningRule",
+    "RequestCheck",
+    "Validation",
+    "quantile",
+    "validate",
+    "validation_tables",
+]
 
 
 @dataclass
@@ -139,7 +147,8 @@ class Validation:
             "calibration": self.calibration.to_json() if self.calibration else None,
             "requests": self.requests, "requests_with_usage": len(self.checks),
             "totals": {
-                key: {"recorded": self._sum(f"recorded_{key}_tokens"), "simulated": self._sum(f"simulated_{key}_tokens")}
+                key: {"recorded": self._sum(f"recorded_{key}_tokens"),
+                      "simulated": self._sum(f"simulated_{key}_tokens")}
                 for key in ("input", "cache_read", "cache_write")
             },
             "hit_rate": {"recorded": round(self.recorded_hit_rate, 6), "simulated": round(self.simulated_hit_rate, 6),
@@ -199,8 +208,9 @@ def validate(trace: Trace, tokenizer: str = "o200k_base", calibrate: bool = True
                 context.after_request(message, None)
                 continue
             ts_s = message.ts_s
-            recorded_cost = replayer.pricer_for(session, message).cost(Bill(usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
-                                             usage.cache_write_1h_tokens, usage.output_tokens), ts_s)
+            recorded_cost = replayer.pricer_for(session, message).cost(
+                Bill(usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens, usage.cache_write_1h_tokens,
+                     usage.output_tokens), ts_s)
             check = RequestCheck(
                 request=row.request, session=session.id, index=row.index, ts=message.ts,
                 recorded_input_tokens=usage.input_tokens, simulated_input_tokens=row.input_tokens,
@@ -296,7 +306,8 @@ class _SessionFacts:
                 if human and self.reasoning_tokens:
                     why += (f"; at a new user turn the provider drops earlier turns' reasoning "
                             f"({self.reasoning_tokens:,} tokens so far)"
-                            + (", which the provider rule models" if self.reasoning_rule else ", which the replay keeps"))
+                            + (", which the provider rule models" if self.reasoning_rule
+                               else ", which the replay keeps"))
                 out.append(why)
             grew = check.recorded_input_tokens >= prev.recorded_input_tokens
             if rec_read > sim_read and rec_read > prev.recorded_input_tokens:
@@ -355,16 +366,16 @@ def validation_tables(v: Validation, worst: int = 10) -> tuple[list[Any], list[s
                          + (f"{fitted:.1f}" if fitted is not None else "undefined")])
         if cal.prior is not None:
             p = cal.prior
-            rows.append(["prior bounds", f"scale {p.scale_low}-{p.scale_high}, overhead "
-                         f"{p.message_tokens_low}-{p.message_tokens_high} ({p.tokenizer} vs {p.provider}, {p.date})"])
+            rows.append(["prior bounds", (f"scale {p.scale_low}-{p.scale_high}, overhead {p.message_tokens_low}-"
+                                          f"{p.message_tokens_high} ({p.tokenizer} vs {p.provider}, {p.date})")])
         missing = cal.missing_report
         if cal.anchors:
             rows.append(["re-anchored (tokens the log misses)", ", ".join(
                 f"{reason}: {e['anchors']} x, {e['tokens']:+,} tokens" for reason, e in missing["by_reason"].items())])
         if missing["reattached_after_compaction_tokens"]:
             rows.append(["re-attached after a compaction (not in the log)",
-                         f"{missing['reattached_after_compaction_tokens']:,} tokens over "
-                         f"{len([v for v in cal.reattached_tokens.values() if v])} part(s)"])
+                         (f"{missing['reattached_after_compaction_tokens']:,} tokens over "
+                          f"{len([v for v in cal.reattached_tokens.values() if v])} part(s)")])
         if cal.placeholder_outputs:
             rows.append(["output counts estimated", f"{len(cal.placeholder_outputs)} streaming placeholder(s)"])
         out.append(TableData(

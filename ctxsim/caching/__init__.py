@@ -11,15 +11,15 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cache
 from importlib.resources import files
 from typing import Any, NamedTuple, Protocol
 
-from ctxsim.registry import Registry
 from ctxsim.errors import ParameterError, did_you_mean
 from ctxsim.history import History
 from ctxsim.params import build_params, split_spec
+from ctxsim.registry import Registry
 
 
 class CacheResult(NamedTuple):  # a tuple: made twice per request, and cheaper to make than a dataclass
@@ -150,7 +150,7 @@ def model_rules(provider: str, model: str | None, on: float | None = None) -> di
             best = entry
     if best is not None:
         out.update({k: v for k, v in best.items() if k not in ("match", "history")})
-        day = datetime.fromtimestamp(on, tz=timezone.utc).date() if on is not None else None
+        day = datetime.fromtimestamp(on, tz=UTC).date() if on is not None else None
         for change in best.get("history", ()):
             if day is None or day >= change["from"]:
                 out.update({k: v for k, v in change.items() if k != "from"})

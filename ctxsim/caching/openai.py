@@ -54,7 +54,7 @@ class OpenAICache:
             if entry.boundary > boundary:
                 entry.boundary = boundary
 
-    def _live(self, entry: _Entry, ts_s: float | None, rule: dict) -> bool:
+    def _live(self, entry: _Entry, ts_s: float | None, rule: dict[str, float]) -> bool:
         if ts_s is None or entry.used_s is None or entry.created_s is None:
             return True
         if self.params.retention == "24h":

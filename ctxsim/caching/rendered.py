@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ctxsim._support.memo import IdentityMemo
 from ctxsim.caching import CacheInfo, CacheResult, register
 from ctxsim.history import History, Item
-from ctxsim._support.memo import IdentityMemo
 from ctxsim.model import Message
 from ctxsim.params import field_doc
 

@@ -3,16 +3,16 @@ the agents keep them (`ctxsim.discover`), as `inspect` does. Used by `validate` 
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from ctxsim.cli import fail
 
-OptionalTracesArg = Annotated[Optional[list[str]], typer.Argument(
+OptionalTracesArg = Annotated[list[str] | None, typer.Argument(
     help="Trace files or directories (searched recursively); '-' reads stdin; .gz is fine. None: the sessions "
          "found where the agents keep them (`ctxsim formats list` shows where).")]
-SourceOpt = Annotated[Optional[str], typer.Option(
+SourceOpt = Annotated[str | None, typer.Option(
     help="With no path: only this product's sessions (a format name, e.g. claude-code, codex, gemini-cli, cline).")]
 
 

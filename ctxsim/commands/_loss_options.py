@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 LossOpt = Annotated[bool, typer.Option(
     "--loss/--no-loss", help="Meter recall misses (identifiers a later answer uses that the policy removed) and "
                              "their re-fetch cost.")]
-ProbeOpt = Annotated[Optional[list[str]], typer.Option(
+ProbeOpt = Annotated[list[str] | None, typer.Option(
     "--probe", help="A fact that must survive (text, or re:PATTERN); repeatable. Checked at --probe-at and at the end.")]
-ProbesOpt = Annotated[Optional[list[str]], typer.Option(
+ProbesOpt = Annotated[list[str] | None, typer.Option(
     "--probes", help="A TOML file of [[probe]] tables (text = \"...\" or pattern = \"...\", optional name).")]
-ProbeAtOpt = Annotated[Optional[str], typer.Option(
+ProbeAtOpt = Annotated[str | None, typer.Option(
     "--probe-at", help="Request numbers to check the probes at, comma-separated (the end is always checked).")]
-MaxMissesOpt = Annotated[Optional[int], typer.Option(
+MaxMissesOpt = Annotated[int | None, typer.Option(
     "--max-misses", help="Recall misses the starred policy may have (default: the oracle's at the same budget plus "
                          "--miss-margin; with no oracle, the margin).")]
-MissMarginOpt = Annotated[Optional[int], typer.Option(
+MissMarginOpt = Annotated[int | None, typer.Option(
     "--miss-margin", help="Recall misses allowed beyond the oracle's (default 5).")]
 IncludeContentOpt = Annotated[bool, typer.Option(
     "--include-content", help="The miss list in run.json and report.md shows the identifiers themselves, secrets "

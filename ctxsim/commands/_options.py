@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -10,18 +10,20 @@ from ctxsim.cli import fail
 
 if TYPE_CHECKING:
     from ctxsim.api import Options
+    from ctxsim.run import RunResult
 
-TraceArg = Annotated[Optional[str], typer.Argument(help="Trace file or folder, any supported format; default: the shipped sample trace.")]
-ProviderOpt = Annotated[Optional[str], typer.Option(help="Provider to price as (default: the trace's).")]
-ModelOpt = Annotated[Optional[str], typer.Option(help="Model to price as (default: the trace's).")]
-TokenizerOpt = Annotated[Optional[str], typer.Option(
+TraceArg = Annotated[str | None, typer.Argument(
+    help="Trace file or folder, any supported format; default: the shipped sample trace.")]
+ProviderOpt = Annotated[str | None, typer.Option(help="Provider to price as (default: the trace's).")]
+ModelOpt = Annotated[str | None, typer.Option(help="Model to price as (default: the trace's).")]
+TokenizerOpt = Annotated[str | None, typer.Option(
     help="o200k_base (exact, default), cl100k_base (exact), chars4, bytes4 (estimates).")]
-CacheOpt = Annotated[Optional[str], typer.Option(help="Cache model NAME[:k=v]: anthropic, openai, prefix, none.")]
-CacheTtlOpt = Annotated[Optional[str], typer.Option("--cache-ttl", help="Anthropic cache TTL: 5m or 1h.")]
-WindowOpt = Annotated[Optional[int], typer.Option(help="Context window in tokens (default: trace, then model).")]
+CacheOpt = Annotated[str | None, typer.Option(help="Cache model NAME[:k=v]: anthropic, openai, prefix, none.")]
+CacheTtlOpt = Annotated[str | None, typer.Option("--cache-ttl", help="Anthropic cache TTL: 5m or 1h.")]
+WindowOpt = Annotated[int | None, typer.Option(help="Context window in tokens (default: trace, then model).")]
 ReserveOpt = Annotated[int, typer.Option(help="Output reserve in tokens, for the overflow line.")]
-FormatOpt = Annotated[Optional[str], typer.Option("--format", help="Trace format (default: detected).")]
-FramingOpt = Annotated[Optional[str], typer.Option(
+FormatOpt = Annotated[str | None, typer.Option("--format", help="Trace format (default: detected).")]
+FramingOpt = Annotated[str | None, typer.Option(
     help="Framing tokens k=v,...: message_tokens (4), tool_call_tokens (4), tool_result_tokens (0), "
          "tool_schema_tokens (8).")]
 CalibrateOpt = Annotated[bool, typer.Option(
@@ -29,18 +31,18 @@ CalibrateOpt = Annotated[bool, typer.Option(
     "recorded usage, then replay (default, where the trace recorded usage); --no-calibrate replays raw.")]
 SkipBadOpt = Annotated[bool, typer.Option("--skip-bad-lines", help="Skip malformed lines and say how many.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print totals as JSON for machines.")]
-JobsOpt = Annotated[Optional[int], typer.Option(
+JobsOpt = Annotated[int | None, typer.Option(
     "--jobs", "-j", help="Processes for counting and the runs, this one included (1: this one alone); default: one "
                          "per core when the trace is big.")]
-OutputOpt = Annotated[Optional[str], typer.Option("-o", "--output", help="Where to write the results.")]
+OutputOpt = Annotated[str | None, typer.Option("-o", "--output", help="Where to write the results.")]
 ForceOpt = Annotated[bool, typer.Option(
     "--force", help="Write the output even where it would replace an input, a symlink's target, a device or FIFO "
                     "(written into), or a folder holding files ctxsim did not write.")]
-MaxLineBytesOpt = Annotated[Optional[str], typer.Option(
+MaxLineBytesOpt = Annotated[str | None, typer.Option(
     "--max-line-bytes", help="Refuse a JSONL line longer than this (bytes; K, M, G suffixes: 1024s). Default 64M.")]
-MaxInputBytesOpt = Annotated[Optional[str], typer.Option(
+MaxInputBytesOpt = Annotated[str | None, typer.Option(
     "--max-input-bytes", help="Refuse an input bigger than this once decompressed (bytes; K, M, G). Default 1G.")]
-MaxMessagesOpt = Annotated[Optional[int], typer.Option(
+MaxMessagesOpt = Annotated[int | None, typer.Option(
     "--max-messages", help="Refuse a trace of more messages than this, every input together. Default 10,000,000.")]
 
 
@@ -49,8 +51,8 @@ def options(provider: str | None, model: str | None, tokenizer: str | None, cach
             calibrate: bool = False, skip_bad_lines: bool = False, jobs: int | None = None) -> Options:
     # Imported here, not at the top: `ctxsim --help` must not load the engine and the price data.
     from ctxsim.api import Options
-    from ctxsim.tokens.counting import Framing
     from ctxsim.params import build_params, split_spec
+    from ctxsim.tokens.counting import Framing
 
     if cache_ttl is not None and cache_ttl not in ("5m", "1h"):
         fail(f"--cache-ttl must be 5m or 1h, got {cache_ttl!r}")
@@ -81,7 +83,7 @@ def spec_files(specs: list[str] | None) -> list[str]:
     return found
 
 
-def totals_json(result) -> dict:  # type: ignore[no-untyped-def]
+def totals_json(result: RunResult) -> dict[str, Any]:
     from ctxsim.recorded import recorded_json
 
     def run_json(r) -> dict:  # type: ignore[no-untyped-def]

@@ -4,23 +4,47 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from ctxsim.cli import app, default_trace, guarded
-from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, CalibrateOpt, ForceOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt,
-    ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt, WindowOpt, options, spec_files, totals_json,
+from ctxsim.commands._loss_options import (
+    IncludeContentOpt,
+    LossOpt,
+    MaxMissesOpt,
+    MissMarginOpt,
+    ProbeAtOpt,
+    ProbeOpt,
+    ProbesOpt,
+    with_loss,
 )
-from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
+from ctxsim.commands._options import (
+    CacheOpt,
+    CacheTtlOpt,
+    CalibrateOpt,
+    ForceOpt,
+    FormatOpt,
+    FramingOpt,
+    JobsOpt,
+    JsonOpt,
+    MaxInputBytesOpt,
+    MaxLineBytesOpt,
+    MaxMessagesOpt,
+    ModelOpt,
+    ProviderOpt,
+    ReserveOpt,
+    SkipBadOpt,
+    TokenizerOpt,
+    WindowOpt,
+    options,
+    set_limits,
+    spec_files,
+    totals_json,
+)
 from ctxsim.commands._output import RUN_KINDS, option_help
 from ctxsim.commands.sweep import SinceOpt, TimezoneOpt, UntilOpt
-from ctxsim.commands._loss_options import (
-    IncludeContentOpt, LossOpt, MaxMissesOpt, MissMarginOpt, ProbeAtOpt, ProbeOpt, ProbesOpt, with_loss,
-)
 from ctxsim.errors import CtxsimError
-
 
 DEFAULT_POLICIES = ("none,clear,compact,clear+compact,truncate,tiered,mask,recent,zones,scored,hierarchical,"
                     "claude-code,codex")
@@ -29,15 +53,15 @@ DEFAULT_POLICIES = ("none,clear,compact,clear+compact,truncate,tiered,mask,recen
 @app.command()
 @guarded
 def compare(
-    traces: Annotated[Optional[list[str]], typer.Argument(
+    traces: Annotated[list[str] | None, typer.Argument(
         help="Trace file or folder, any supported format; several traces (files, folders of several, globs): "
              "a corpus compare, one row per policy across them (as `ctxsim sweep`). Default: the shipped sample "
              "trace.")] = None,
-    policies: Annotated[Optional[list[str]], typer.Option(
+    policies: Annotated[list[str] | None, typer.Option(
         "--policies", "--policy", "-p",
         help="Comma-separated policy specs, presets, A+B pipelines or policy files, repeatable; `none` is always "
              f"added as the baseline. Default: {DEFAULT_POLICIES}.", show_default=False)] = None,
-    providers: Annotated[Optional[str], typer.Option(
+    providers: Annotated[str | None, typer.Option(
         help="Comma-separated providers (PROVIDER or PROVIDER:MODEL) to price every policy under.")] = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
@@ -53,10 +77,10 @@ def compare(
     jobs: JobsOpt = None,
     as_json: JsonOpt = False,
     wide: Annotated[bool, typer.Option("--wide", help="Every column, however wide the terminal.")] = False,
-    output: Annotated[Optional[str], typer.Option("-o", "--output", help=option_help(
+    output: Annotated[str | None, typer.Option("-o", "--output", help=option_help(
         RUN_KINDS, "A path with no suffix is a bundle folder; any other suffix is refused. Several traces: "
                    "DIR/ (the sweep folder, resumable), .json, .csv or .md."))] = None,
-    image_base_url: Annotated[Optional[str], typer.Option(
+    image_base_url: Annotated[str | None, typer.Option(
         "--image-base-url", help="-o DIR: the URL the bundle's charts will be served under (e.g. where CI uploads "
                                  "it); report.md shows them as images from there, else leaves them out with a "
                                  "note.")] = None,
@@ -132,9 +156,8 @@ def compare(
     if as_json:
         typer.echo(json.dumps(totals_json(result), indent=1, sort_keys=True))
     else:
-        from ctxsim.reports._terminal import head_lines
-
         from ctxsim.reports._compare_table import fit
+        from ctxsim.reports._terminal import head_lines
 
         table = compare_table(result)
         for line in head_lines(result):

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from ctxsim.cli import app, fail, guarded
-from ctxsim.commands._options import ForceOpt
-from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 from ctxsim.commands._found import OptionalTracesArg, SourceOpt, inputs
+from ctxsim.commands._options import ForceOpt, MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 from ctxsim.commands.inspect import FormatOpt, SkipOpt, read_inputs
 
 TRACE_KINDS = {"jsonl": "the trace in the native format"}  # what convert and synth write
@@ -19,7 +18,7 @@ TRACE_KINDS = {"jsonl": "the trace in the native format"}  # what convert and sy
 @guarded
 def convert_command(
     traces: OptionalTracesArg = None,
-    output: Annotated[Optional[str], typer.Option("-o", "--output", help="The native JSONL file to write: "
+    output: Annotated[str | None, typer.Option("-o", "--output", help="The native JSONL file to write: "
                                                   "FILE.jsonl (or no suffix), '-' for stdout; any other suffix "
                                                   "is refused.")] = None,
     fmt: FormatOpt = None,
@@ -43,7 +42,6 @@ def convert_command(
 
     if output is None:
         fail("missing -o OUT.jsonl (or -o - for stdout)")
-        return
     set_limits(max_line_bytes, max_input_bytes, max_messages)
     if output != "-":
         from ctxsim.commands._output import decide
@@ -57,7 +55,7 @@ def convert_command(
         native.write(trace, sys.stdout)
         return
     with atomic_write(output, force=force) as out:
-        native.write(trace, out)  # type: ignore[arg-type]
+        native.write(trace, out)
     messages = sum(len(s.messages) for s in trace.sessions)
     requests = sum(s.requests for s in trace.sessions)
     formats = ", ".join(sorted({f.format for f in report}))

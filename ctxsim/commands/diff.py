@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -20,13 +20,13 @@ DIFF_KINDS = {"md": "the Markdown diff", "json": "the diff as --json prints it"}
 def diff(
     base: Annotated[Path, typer.Argument(help="The reference run artefact (e.g. main's run.json).")],
     new: Annotated[Path, typer.Argument(help="The run to judge (e.g. the pull request's run.json).")],
-    fail_above: Annotated[Optional[str], typer.Option(
+    fail_above: Annotated[str | None, typer.Option(
         "--fail-above", help="Exit 1 when a gated metric gets worse by more than this percentage (5% or 5).")] = None,
-    metric: Annotated[Optional[list[str]], typer.Option(
+    metric: Annotated[list[str] | None, typer.Option(
         "--metric", "-m", help="Metric(s) to gate on (repeat or comma-separate): cost, cost_warm, cost_nocache, "
                                "peak, p95, hit_rate, warm_hit_rate, input, fresh, output, rewrites, "
                                "summarize_cost, recall_misses, probes_lost. Default: cost.")] = None,
-    output: Annotated[Optional[str], typer.Option(
+    output: Annotated[str | None, typer.Option(
         "-o", "--output", help="Also write the diff here, as the suffix says: .md (the Markdown diff, for a PR "
                                "comment) or .json (as --json prints it); any other suffix is refused.")] = None,
     md: Annotated[bool, typer.Option("--md", help="Print Markdown on stdout instead of the table.")] = False,
@@ -34,10 +34,10 @@ def diff(
     force: ForceOpt = False,
 ) -> None:
     """Diff two runs (cost, peak context, hit rate ...) as a table or Markdown; gate with --fail-above."""
-    from ctxsim.reports._terminal import plain, rich_table
-    from ctxsim.reports import write_file
     from ctxsim.reports import diff as diffs
-    from ctxsim.reports._common import load_run
+    from ctxsim.reports import write_file
+    from ctxsim.reports._common import load_run, signed_pct
+    from ctxsim.reports._terminal import plain, rich_table
 
     out = None
     if output is not None:
@@ -70,9 +70,10 @@ def diff(
             typer.echo(f"warning: {warning}")
     if output is not None:
         typer.echo(f"wrote {output}", err=True)
-    for pair, change in result.regressions:
-        typer.echo(f"ctxsim: regression: {pair.title}: {change.metric.title} {change.metric.fmt(change.base)} -> "
-                   f"{change.metric.fmt(change.new)} ({diffs.signed_pct(change.rel)}), over the "
-                   f"{diffs.percent_text(threshold)} gate", err=True)
+    if threshold is not None:  # only a gate marks regressions
+        for pair, change in result.regressions:
+            typer.echo(f"ctxsim: regression: {pair.title}: {change.metric.title} {change.metric.fmt(change.base)} "
+                       f"-> {change.metric.fmt(change.new)} ({signed_pct(change.rel)}), over the "
+                       f"{diffs.percent_text(threshold)} gate", err=True)
     if result.failed:
         raise typer.Exit(1)

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ctxsim.cli import app, fail, guarded
 from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 
+if TYPE_CHECKING:
+    from ctxsim.formats import FileReport
+    from ctxsim.model import Trace
+
 TracesArg = Annotated[list[str], typer.Argument(
     help="Trace files or directories (searched recursively); '-' reads stdin; .gz is fine.")]
-FormatOpt = Annotated[Optional[str], typer.Option("--format", help="Trace format for every input (default: detected per "
+FormatOpt = Annotated[str | None, typer.Option("--format", help="Trace format for every input (default: detected per "
                                                                    "file): a name `ctxsim formats list` shows.")]
 SkipOpt = Annotated[bool, typer.Option("--skip-bad-lines", help="Skip malformed lines (and say how many) instead of "
                                                                  "stopping at them.")]
@@ -23,9 +27,9 @@ IncludeContentOpt = Annotated[bool, typer.Option(
     "tokens, private keys, passwords in URLs); without it no trace text is shown, only sizes, tools and ids.")]
 
 
-def read_inputs(traces: list[str], fmt: str | None, skip_bad_lines: bool):  # type: ignore[no-untyped-def]
+def read_inputs(traces: list[str], fmt: str | None, skip_bad_lines: bool) -> tuple[Trace, list[FileReport]]:
     """Read every input; print what was skipped to stderr. Shared by inspect, convert and validate."""
-    from ctxsim.formats import FileReport, read_traces
+    from ctxsim.formats import read_traces
 
     everything: list[FileReport] = []
     trace = read_traces(traces, fmt, skip_bad_lines, everything)
@@ -45,20 +49,20 @@ def read_inputs(traces: list[str], fmt: str | None, skip_bad_lines: bool):  # ty
 @app.command("inspect")
 @guarded
 def inspect_command(
-    traces: Annotated[Optional[list[str]], typer.Argument(
+    traces: Annotated[list[str] | None, typer.Argument(
         help="Trace files or directories (searched recursively); '-' reads stdin; .gz is fine. None: the "
              "sessions found where the agents keep them (`ctxsim formats list` shows where).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print everything as JSON.")] = False,
-    by: Annotated[Optional[str], typer.Option(
+    by: Annotated[str | None, typer.Option(
         "--by", help="Account by day, week, month, session, project, model or block (5-hour billing blocks), "
                      "reading file by file (no composition or timeline).")] = None,
-    since: Annotated[Optional[str], typer.Option(help="Only requests on or after this date (YYYY-MM-DD or "
+    since: Annotated[str | None, typer.Option(help="Only requests on or after this date (YYYY-MM-DD or "
                                                       "YYYYMMDD, in --timezone).")] = None,
-    until: Annotated[Optional[str], typer.Option(help="Only requests on or before this date.")] = None,
-    tz: Annotated[Optional[str], typer.Option("--timezone", help="IANA time zone for days, weeks, blocks and "
+    until: Annotated[str | None, typer.Option(help="Only requests on or before this date.")] = None,
+    tz: Annotated[str | None, typer.Option("--timezone", help="IANA time zone for days, weeks, blocks and "
                                                                  "session names (default UTC; ccusage uses local).")]
     = None,
-    source: Annotated[Optional[str], typer.Option(help="With no path: only this product's sessions (a format name, "
+    source: Annotated[str | None, typer.Option(help="With no path: only this product's sessions (a format name, "
                                                        "e.g. claude-code, codex, gemini-cli, cline).")] = None,
     breaks: Annotated[bool, typer.Option("--breaks", help="List every cache break with its cause and what it "
                                                           "re-billed, totals per cause.")] = False,

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ctxsim.cli import app, fail, guarded
 
+if TYPE_CHECKING:
+    from ctxsim.presets import Preset
+
 policies_app = typer.Typer(help="List the context-management policies and their parameters.", no_args_is_help=True)
 app.add_typer(policies_app, name="policies")
 
 
-def _preset_json(preset) -> dict:  # type: ignore[no-untyped-def]
+def _preset_json(preset: Preset) -> dict[str, Any]:
     from ctxsim.params import as_dict
 
     return {"kind": "preset", "summary": preset.summary, "source": preset.source, "stages": list(preset.stages),

@@ -4,19 +4,38 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from ctxsim.cli import app, default_trace, fail, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, CalibrateOpt, ForceOpt, FormatOpt, FramingOpt, JobsOpt, JsonOpt, ModelOpt,
-    ProviderOpt, ReserveOpt, SkipBadOpt, TokenizerOpt, TraceArg, WindowOpt, options, spec_files, totals_json,
+    CacheOpt,
+    CacheTtlOpt,
+    CalibrateOpt,
+    ForceOpt,
+    FormatOpt,
+    FramingOpt,
+    JobsOpt,
+    JsonOpt,
+    MaxInputBytesOpt,
+    MaxLineBytesOpt,
+    MaxMessagesOpt,
+    ModelOpt,
+    ProviderOpt,
+    ReserveOpt,
+    SkipBadOpt,
+    TokenizerOpt,
+    TraceArg,
+    WindowOpt,
+    options,
+    set_limits,
+    spec_files,
+    totals_json,
 )
-from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 from ctxsim.commands._output import RUN_KINDS, option_help
 
-ReplayOutputOpt = Annotated[Optional[str], typer.Option("-o", "--output", help=option_help(
+ReplayOutputOpt = Annotated[str | None, typer.Option("-o", "--output", help=option_help(
     RUN_KINDS, "A path with no suffix is a bundle folder (an existing file, FIFO or device: the run artefact); "
                "any other suffix is refused."))]
 from ctxsim.commands._loss_options import IncludeContentOpt, ProbeAtOpt, ProbeOpt, ProbesOpt, with_loss
@@ -26,7 +45,7 @@ from ctxsim.commands._loss_options import IncludeContentOpt, ProbeAtOpt, ProbeOp
 @guarded
 def replay(
     trace: TraceArg = None,
-    policy: Annotated[Optional[list[str]], typer.Option(
+    policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help="NAME[:k=v,...], a preset, A+B (pipeline), FILE.toml[#name] or an Anthropic "
         "context_management FILE.json; repeat, or separate with commas, to replay several.")] = None,
     provider: ProviderOpt = None,
@@ -39,7 +58,7 @@ def replay(
     framing: FramingOpt = None,
     calibrate: CalibrateOpt = True,
     skip_bad_lines: SkipBadOpt = False,
-    every: Annotated[Optional[int], typer.Option(help="Show every k-th request in the context table.")] = None,
+    every: Annotated[int | None, typer.Option(help="Show every k-th request in the context table.")] = None,
     fmt: FormatOpt = None,
     jobs: JobsOpt = None,
     as_json: JsonOpt = False,

@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ctxsim.cli import app, fail, guarded
 from ctxsim.commands._options import ForceOpt
+
+if TYPE_CHECKING:
+    from ctxsim.run import RunResult
 
 FORMAT_HELP = ("table, md, csv, parquet, png, svg, json (the run artefact, re-saved), or bundle (run.json, "
                "report.md, charts and tables into a folder). Default: what -o's suffix says (DIR/, an existing "
@@ -26,18 +29,18 @@ REPORT_KINDS = {"txt": "the terminal table", "md": "the Markdown report", "csv":
 @guarded
 def report(
     run: Annotated[Path, typer.Argument(help="Run artefact (run.json) written by `replay -o` or `compare -o`.")],
-    fmt: Annotated[Optional[str], typer.Option("-f", "--format", help=FORMAT_HELP)] = None,
-    output_text: Annotated[Optional[str], typer.Option(
+    fmt: Annotated[str | None, typer.Option("-f", "--format", help=FORMAT_HELP)] = None,
+    output_text: Annotated[str | None, typer.Option(
         "-o", "--output", help="File to write, its suffix saying what (.txt, .md, .csv, .parquet, .png, .svg, "
                                ".json), or a folder (DIR/: the bundle, or several charts); default: stdout for "
                                "table, md and csv.")] = None,
-    chart: Annotated[Optional[list[str]], typer.Option(
+    chart: Annotated[list[str] | None, typer.Option(
         "--chart", help="png/svg: which chart (repeat for several): composition, context, cost, pareto, tokens. "
                         "Default: context for one file, every chart for a folder.")] = None,
     table: Annotated[str, typer.Option(help="csv/parquet: which tidy table: requests, runs or events.")] = "requests",
     with_charts: Annotated[bool, typer.Option(
         "--charts/--no-charts", help="md written to a file: also write its charts beside it and link them.")] = True,
-    image_base_url: Annotated[Optional[str], typer.Option(
+    image_base_url: Annotated[str | None, typer.Option(
         "--image-base-url", help="md and bundle: the URL the charts will be served under (e.g. where CI uploads "
                                  "the folder); report.md shows them as images from there. Without it, report.md "
                                  "leaves them out with a note (a PR comment cannot show relative images).")] = None,
@@ -45,10 +48,8 @@ def report(
 ) -> None:
     """Render a run artefact as terminal tables, Markdown, CSV, Parquet or charts (PNG, SVG)."""
     from ctxsim._support.fileio import check_folder, check_output, output_path
-    from ctxsim.reports import FORMATS, TABLES, bundle_entry, markdown_links, render, write_bundle
+    from ctxsim.reports import FORMATS, TABLES, bundle_entry, check_image_base_url, markdown_links, render, write_bundle
     from ctxsim.reports._common import load_run
-
-    from ctxsim.reports import check_image_base_url
 
     check_image_base_url(image_base_url)
     output = output_path(output_text) if output_text is not None else None
@@ -67,7 +68,6 @@ def report(
     if fmt == "bundle":
         if output is None:
             fail("bundle: give the folder to write with -o")
-            return
         # the bundle's own run.json (report DIR/run.json -o DIR) is read whole, then rewritten from itself
         own = os.path.exists(output / "run.json") and os.path.samefile(run, output / "run.json") \
             if os.path.exists(run) else False
@@ -141,7 +141,7 @@ def _write(path: Path, content: str | bytes, force: bool) -> Path:
     return write_file(path, content, force)
 
 
-def _charts(result, fmt: str, output: Path | None, names: list[str] | None, single: bool,  # type: ignore[no-untyped-def]
+def _charts(result: RunResult, fmt: str, output: Path | None, names: list[str] | None, single: bool,
             quiet: bool = False, run: Path | None = None, force: bool = False) -> list[Path]:
     """Charts to one file (`single`) or into a folder, each file checked before any is written."""
     from ctxsim._support.fileio import check_output

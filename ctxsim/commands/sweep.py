@@ -13,14 +13,25 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from ctxsim.cli import app, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, CalibrateOpt, ForceOpt, FormatOpt, FramingOpt, ModelOpt, ProviderOpt, ReserveOpt, SkipBadOpt,
-    TokenizerOpt, WindowOpt, options,
+    CacheOpt,
+    CacheTtlOpt,
+    CalibrateOpt,
+    ForceOpt,
+    FormatOpt,
+    FramingOpt,
+    ModelOpt,
+    ProviderOpt,
+    ReserveOpt,
+    SkipBadOpt,
+    TokenizerOpt,
+    WindowOpt,
+    options,
 )
 from ctxsim.errors import CtxsimError
 
@@ -59,11 +70,20 @@ def _progress(total: int, description: str) -> Iterator[Callable[[int], None]]:
     from ctxsim.reports._progress import is_terminal
 
     if total <= 0 or not is_terminal(sys.stderr):
-        yield lambda n=1: None
+        def unseen(n: int = 1) -> None:
+            """No terminal, or nothing to do: no bar."""
+
+        yield unseen
         return
     from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    TextColumn("eta"), TimeRemainingColumn(), console=Console(file=sys.stderr, force_terminal=True),
@@ -265,11 +285,11 @@ def emit(report: Any, per_session: bool, as_json: bool) -> None:
         typer.echo(f"note: {note}")
 
 
-SinceOpt = Annotated[Optional[str], typer.Option(
+SinceOpt = Annotated[str | None, typer.Option(
     help="Only the sessions that started on or after this date (YYYY-MM-DD or YYYYMMDD, in --timezone); the rest "
          "are skipped and counted in the notes.")]
-UntilOpt = Annotated[Optional[str], typer.Option(help="Only the sessions that started on or before this date.")]
-TimezoneOpt = Annotated[Optional[str], typer.Option(
+UntilOpt = Annotated[str | None, typer.Option(help="Only the sessions that started on or before this date.")]
+TimezoneOpt = Annotated[str | None, typer.Option(
     "--timezone", help="IANA time zone the --since/--until days are in (default UTC).")]
 
 
@@ -315,10 +335,10 @@ def sweep(
     policies: Annotated[str, typer.Option(
         help="Comma-separated policy specs, presets, A+B pipelines or policy files; `none` is always added.")]
     = DEFAULT_POLICIES,
-    budgets: Annotated[Optional[str], typer.Option(
+    budgets: Annotated[str | None, typer.Option(
         help="Comma-separated budgets: tokens (50k) or fractions of the window (60%); default: the policies as "
              "written.")] = None,
-    output: Annotated[Optional[str], typer.Option(
+    output: Annotated[str | None, typer.Option(
         "-o", "--output", help="Write here, as the suffix says: DIR/ or a path with no suffix (the output folder: "
                                "manifest, tables, Parquet dataset; resumable), .json (the tables as --json prints "
                                "them), .csv or .md (the policy table). Default: none.")]
@@ -327,10 +347,10 @@ def sweep(
     since: SinceOpt = None,
     until: UntilOpt = None,
     tz: TimezoneOpt = None,
-    jobs: Annotated[Optional[int], typer.Option(
+    jobs: Annotated[int | None, typer.Option(
         "--jobs", "-j", help="Processes (this one included) on the local pool; with --cluster local, its workers "
                              "(2 by default). Default: one per core.")] = None,
-    cluster: Annotated[Optional[str], typer.Option(
+    cluster: Annotated[str | None, typer.Option(
         help="Run the cells on a Dask cluster: a scheduler ADDRESS (tcp://host:8786), or `local` for a "
              "LocalCluster of worker processes. Needs the dask extra; traces and -o must be on paths the "
              "workers see.")] = None,

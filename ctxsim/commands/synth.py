@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -16,17 +16,18 @@ from ctxsim.commands._options import ForceOpt
 def synth(
     turns: Annotated[int, typer.Option(help="Agent turns (model requests) to generate.")] = 60,
     seed: Annotated[int, typer.Option(help="Random seed; same seed, same bytes.")] = 0,
-    profile: Annotated[str, typer.Option(help="coding (realistic session) or yoagent (yoagent's replay workload).")] = "coding",
-    tool_mix: Annotated[Optional[str], typer.Option(help="coding: tool=weight,... e.g. read_file=3,bash=1.")] = None,
-    output_scale: Annotated[Optional[float], typer.Option(help="coding: scale tool output sizes.")] = None,
-    aside_rate: Annotated[Optional[float], typer.Option(help="coding: chance per turn of a user aside.")] = None,
-    pause_rate: Annotated[Optional[float], typer.Option(help="coding: chance per turn of a 6-50 minute pause.")] = None,
+    profile: Annotated[str, typer.Option(
+        help="coding (realistic session) or yoagent (yoagent's replay workload).")] = "coding",
+    tool_mix: Annotated[str | None, typer.Option(help="coding: tool=weight,... e.g. read_file=3,bash=1.")] = None,
+    output_scale: Annotated[float | None, typer.Option(help="coding: scale tool output sizes.")] = None,
+    aside_rate: Annotated[float | None, typer.Option(help="coding: chance per turn of a user aside.")] = None,
+    pause_rate: Annotated[float | None, typer.Option(help="coding: chance per turn of a 6-50 minute pause.")] = None,
     record_usage: Annotated[bool, typer.Option(
         "--record-usage", help="Record on every response the usage a provider would have billed (hidden prefix, "
         "tokenizer scale, framing, Anthropic cache reads/writes, occasional misses).")] = False,
-    billing: Annotated[Optional[str], typer.Option(
+    billing: Annotated[str | None, typer.Option(
         help="With --record-usage: k=v,... of hidden_tokens, token_scale, message_tokens, cold_rate.")] = None,
-    output: Annotated[Optional[str], typer.Option("-o", "--output", help="The native JSONL file to write: "
+    output: Annotated[str | None, typer.Option("-o", "--output", help="The native JSONL file to write: "
                                                   "FILE.jsonl (or no suffix), '-' for stdout; any other "
                                                   "suffix is refused. Default: stdout.")] = None,
     force: ForceOpt = False,
@@ -46,9 +47,8 @@ def synth(
     options: dict[str, object] = {}
     if tool_mix:
         options["tool_mix"] = _numbers(tool_mix, "--tool-mix", "tool=weight")
-    for key, value in (("output_scale", output_scale), ("aside_rate", aside_rate), ("pause_rate", pause_rate)):
-        if value is not None:
-            options[key] = value
+    options.update({key: value for key, value in (("output_scale", output_scale), ("aside_rate", aside_rate),
+                                                  ("pause_rate", pause_rate)) if value is not None})
     billed: dict[str, object] | None = None
     if billing and not record_usage:
         fail("--billing needs --record-usage")
@@ -61,7 +61,7 @@ def synth(
     from ctxsim._support.fileio import atomic_write
 
     with atomic_write(output, force=force) as out:
-        native.write(trace, out)  # type: ignore[arg-type]
+        native.write(trace, out)
     typer.echo(f"wrote {output}: {sum(len(s.messages) for s in trace.sessions):,} messages", err=True)
 
 

@@ -4,14 +4,26 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from ctxsim.cli import app, guarded
 from ctxsim.commands._options import (
-    CacheOpt, CacheTtlOpt, CalibrateOpt, ForceOpt, FormatOpt, FramingOpt, JobsOpt, ModelOpt, ProviderOpt,
-    ReserveOpt, SkipBadOpt, TokenizerOpt, WindowOpt, options,
+    CacheOpt,
+    CacheTtlOpt,
+    CalibrateOpt,
+    ForceOpt,
+    FormatOpt,
+    FramingOpt,
+    JobsOpt,
+    ModelOpt,
+    ProviderOpt,
+    ReserveOpt,
+    SkipBadOpt,
+    TokenizerOpt,
+    WindowOpt,
+    options,
 )
 from ctxsim.errors import CtxsimError
 
@@ -51,16 +63,16 @@ def tune(
     family: Annotated[str, typer.Option(
         "--family", help="The policy family to tune: clear, compact, server_compact, tiered, scored, zones, mask, "
                          "recent, truncate.")],
-    budget: Annotated[Optional[str], typer.Option(
+    budget: Annotated[str | None, typer.Option(
         help="The limit every request's context must stay within: tokens (50k) or a fraction of the window "
              "(60%). Default: the window minus --reserve.")] = None,
-    max_misses: Annotated[Optional[int], typer.Option(
+    max_misses: Annotated[int | None, typer.Option(
         "--max-misses", help="Recall misses the recommendation may have, all traces together. Default: the fewest "
                              "any trial that stays within the limit has.")] = None,
     trials: Annotated[int, typer.Option(help="Settings to try (the whole grid when it is smaller).")] = 40,
     seed: Annotated[int, typer.Option(help="Seed of the random draw of settings.")] = 0,
     every: Annotated[bool, typer.Option("--all", help="Show every trial, not only the Pareto front.")] = False,
-    output: Annotated[Optional[str], typer.Option(
+    output: Annotated[str | None, typer.Option(
         "-o", "--output", help="FILE.toml: the recommended policy file; the chart, CSV and JSON beside it.")]
     = None,
     force: ForceOpt = False,

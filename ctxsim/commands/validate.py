@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from ctxsim.cli import app, fail, guarded
-from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 from ctxsim.commands._found import OptionalTracesArg, SourceOpt, inputs
+from ctxsim.commands._options import MaxInputBytesOpt, MaxLineBytesOpt, MaxMessagesOpt, set_limits
 from ctxsim.commands.inspect import FormatOpt, SkipOpt, TokenizerOpt, print_tables, read_inputs
 
 

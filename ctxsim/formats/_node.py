@@ -90,7 +90,7 @@ class Node:
     `count`, `obj`, `array`, `ts`, `tools`), none after a Python builtin.
     """
 
-    __slots__ = ("value", "source", "line", "path")
+    __slots__ = ("line", "path", "source", "value")
 
     def __init__(self, value: Any, source: Source, line: int | None, path: tuple[Any, ...] = ()) -> None:
         self.value = value

@@ -104,7 +104,7 @@ def _exchange(node: Node, conv: Conversation) -> None:
     answer = None
     model = request.string("model")
     if response is not None:
-        if response.get("type") == "error" or "error" in response and "content" not in response:
+        if response.get("type") == "error" or ("error" in response and "content" not in response):
             answer = None
         else:
             usage_node = response.obj("usage")

@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxsim.registry import Registry
 from ctxsim.errors import ParameterError, did_you_mean
-from ctxsim.policies.base import Context, Policy, View
 from ctxsim.params import as_dict, build_params, split_spec
+from ctxsim.policies.base import Context, Policy, View
+from ctxsim.registry import Registry
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ class View:
     never change it).
     """
 
-    __slots__ = ("_history", "request", "window", "size", "ts_s", "prompt_before_tokens")
+    __slots__ = ("_history", "prompt_before_tokens", "request", "size", "ts_s", "window")
 
     def __init__(self, history: History, request: int, window: int, size: Callable[[Message], int],
                  ts_s: float | None = None, prompt_before_tokens: int | None = None) -> None:
@@ -251,5 +251,21 @@ class Observer(Protocol):
     def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None: ...
 
 
-__all__ = ["View", "Context", "Drop", "Replace", "Truncate", "Summarize", "Insert", "Change", "Edit", "Policy",
-           "Observer", "Rewrite", "SideCall", "Item", "DEFAULT_KIND", "shared_of"]
+__all__ = [
+    "DEFAULT_KIND",
+    "Change",
+    "Context",
+    "Drop",
+    "Edit",
+    "Insert",
+    "Item",
+    "Observer",
+    "Policy",
+    "Replace",
+    "Rewrite",
+    "SideCall",
+    "Summarize",
+    "Truncate",
+    "View",
+    "shared_of",
+]

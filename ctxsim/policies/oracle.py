@@ -74,7 +74,7 @@ class OracleParams:
     def __post_init__(self) -> None:
         b = self.budget
         if isinstance(b, bool):
-            raise ValueError("budget must be tokens or a fraction of the window")  # noqa: TRY004 - build_params reads ValueError
+            raise ValueError("budget must be tokens or a fraction of the window")
         if isinstance(b, int) and b <= 0:
             raise ValueError("budget must be a positive number of tokens")
         if isinstance(b, float) and not 0 < b <= 1:

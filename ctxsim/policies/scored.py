@@ -35,9 +35,9 @@ from __future__ import annotations
 import heapq
 import math
 import re
-from operator import attrgetter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from ctxsim._support.memo import IdentityMemo
 from ctxsim.model import Message

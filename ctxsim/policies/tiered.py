@@ -44,7 +44,7 @@ import struct
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 from ctxsim.model import Message
 from ctxsim.params import field_doc
@@ -125,7 +125,7 @@ class Entry:
     """
 
     index: int | None
-    item: Union[Item, Written]
+    item: Item | Written
     same: bool = True
 
     @property

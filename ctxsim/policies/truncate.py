@@ -39,7 +39,7 @@ def split_lines(text: str) -> list[str]:
     parts = text.split("\n")
     if parts[-1] == "":
         parts.pop()
-    return [p[:-1] if p.endswith("\r") else p for p in parts]
+    return [p.removesuffix("\r") for p in parts]
 
 
 def first_line(text: str) -> str:
@@ -50,8 +50,7 @@ def first_line(text: str) -> str:
         if end < 0:
             end = n
         line = text[start:end]
-        if line.endswith("\r"):
-            line = line[:-1]
+        line = line.removesuffix("\r")
         if line.strip():
             return line
         start = end + 1

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxsim.tokens.counting import Framing
 from ctxsim.registry import Registry
+from ctxsim.tokens.counting import Framing
 
 
 @dataclass(frozen=True)

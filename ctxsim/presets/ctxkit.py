@@ -33,8 +33,8 @@ other event timings: tests/test_ctxkit_reference.py checks this one over 600 tur
   the file (a seed run that wires `read_notes=notes.read` gets that newline in its summaries).
 """
 
-from ctxsim.tokens.counting import Framing
 from ctxsim.presets import Preset, register
+from ctxsim.tokens.counting import Framing
 
 STAGES = (
     "notes:max_tokens=1500",

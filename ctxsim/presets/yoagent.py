@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ctxsim.caching.rendered import ByteLedger, RenderedTracker
-from ctxsim.tokens.counting import Framing, MessageSizer
 from ctxsim.policies import NoParams, Stages
 from ctxsim.presets import Preset, register
+from ctxsim.tokens.counting import Framing, MessageSizer
 
 if TYPE_CHECKING:  # the engine imports the policies; load it only when a replay runs
     from ctxsim.engine import PolicyRun
@@ -126,7 +126,7 @@ def policy(min_headroom_ratio: float = 0.15, probe: BytesProbe | None = None) ->
 
     specs = [s if not s.startswith("tiered") else f"{s},min_headroom_ratio={min_headroom_ratio}" for s in STAGES]
     stages = tuple(parse_policy(s) for s in specs) + ((probe,) if probe is not None else ())
-    return Stages("yoagent", stages)  # type: ignore[arg-type]
+    return Stages("yoagent", stages)
 
 
 def replay_yoagent(turns: int, min_headroom_ratio: float = 0.15, trace: Trace | None = None) -> YoagentReplay:
@@ -138,5 +138,7 @@ def replay_yoagent(turns: int, min_headroom_ratio: float = 0.15, trace: Trace | 
         trace = synthesize("yoagent", turns=turns)
     probe = BytesProbe()
     replayer = Replayer(trace, sizer(), Setup(cache=PRESET.cache, window=PRESET.window))
-    run = replayer.run(policy(min_headroom_ratio, probe))
+    # ignore: the engine runs a Stages as a Policy (it unrolls `stages`), but Stages declares no `decide` yet
+    # (ctxsim/policies/__init__.py, rewritten on another branch; give it one there, then drop this)
+    run = replayer.run(policy(min_headroom_ratio, probe))  # type: ignore[arg-type]
     return YoagentReplay(turns, run, probe.ledger)

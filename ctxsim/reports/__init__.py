@@ -15,13 +15,14 @@ and is used by `ctxsim diff` (it is not a single-run report).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxsim.registry import Registry
-from ctxsim.errors import CtxsimError, did_you_mean
 from ctxsim._support.fileio import atomic_write, replace_folder
+from ctxsim.errors import CtxsimError, did_you_mean
+from ctxsim.registry import Registry
 from ctxsim.run import RunResult
 
 # Output formats, with the file suffixes they are guessed from.
@@ -124,7 +125,7 @@ def write_file(path: str | Path, content: str | bytes, force: bool = False) -> P
 
 def chart_files(result: RunResult, formats: Sequence[str] = ("png", "svg")) -> list[tuple[str, str, str]]:
     """(chart name, format, file name) of every chart this run can draw, in registry order."""
-    out = []
+    out: list[tuple[str, str, str]] = []
     for name, info in charts().items():
         if info.unavailable(result):
             continue
@@ -161,8 +162,8 @@ def write_bundle(result: RunResult, folder: Path, force: bool = False, image_bas
     says how to get them. On a terminal, a progress line on stderr counts the files written.
     The same run gives the same bytes (Parquet aside).
     """
-    from ctxsim.reports._progress import progress_bar
     from ctxsim.reports._common import dumps_run
+    from ctxsim.reports._progress import progress_bar
 
     check_image_base_url(image_base_url)
     folder = Path(folder)
@@ -170,14 +171,13 @@ def write_bundle(result: RunResult, folder: Path, force: bool = False, image_bas
     table = reports()
     jobs: list[tuple[str, Callable[[], str | bytes]]] = [("run.json", lambda: dumps_run(result))]
     for name, fmt, filename in chart_files(result):
-        jobs.append((filename, lambda name=name, fmt=fmt: table[name].render(result, fmt, Options())))
+        jobs.append((filename, functools.partial(table[name].render, result, fmt, Options())))
     for info in table.values():
         if info.chart or info.unavailable(result):
             continue
-        for filename, fmt, options in info.bundle(result):
-            if fmt == "md":
-                options = Options(charts=markdown_links(result), image_base_url=image_base_url)
-            jobs.append((filename, lambda info=info, fmt=fmt, options=options: info.render(result, fmt, options)))
+        for filename, fmt, given in info.bundle(result):
+            options = Options(charts=markdown_links(result), image_base_url=image_base_url) if fmt == "md" else given
+            jobs.append((filename, functools.partial(info.render, result, fmt, options)))
 
     def fill(into: Path) -> None:
         with progress_bar(total=len(jobs), description=f"writing {folder.name or folder}/") as advance:
@@ -204,5 +204,5 @@ def markdown_links(result: RunResult, fmt: str = "png") -> tuple[tuple[str, str]
     return tuple((table[name].summary, filename) for name, f, filename in chart_files(result, (fmt,)) if f == fmt)
 
 
-__all__ = ["FORMATS", "Options", "ReportInfo", "bundle_entry", "charts", "check_image_base_url", "for_format", "guess_format", "register",
-           "render", "reports", "write_bundle", "write_file"]
+__all__ = ["FORMATS", "Options", "ReportInfo", "bundle_entry", "charts", "check_image_base_url", "for_format",
+           "guess_format", "register", "render", "reports", "write_bundle", "write_file"]

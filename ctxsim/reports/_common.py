@@ -43,7 +43,7 @@ def composition_of(run: PolicyRun) -> Any:
 
 # ---------------------------------------------------------------- labels
 def label(run: PolicyRun) -> str:
-    return run.policy.get("label") or run.policy["name"]
+    return str(run.policy.get("label") or run.policy["name"])
 
 
 def labels(result: RunResult) -> list[str]:

@@ -69,7 +69,8 @@ def compare_table(result: RunResult) -> TableData:
             f"{t.fresh_prefill_tokens:,}", pct(t.hit_rate), f"{t.rewrites:,}",
             money(t.cost_nocache_usd), money(t.cost_warm_usd), money(t.cost_usd),
             "baseline" if base is t else (change(t.cost_usd, base.cost_usd) if base is not None else "n/a"),
-            money(t.summarize_cost_usd) if t.summarize_requests else "-", "never" if first is None else f"request {first:,}", f"{t.events:,}",
+            money(t.summarize_cost_usd) if t.summarize_requests else "-",
+            "never" if first is None else f"request {first:,}", f"{t.events:,}",
         ])
         if loss:
             rows[-1][0] = name + (" (bound)" if run.policy["name"] == "oracle" else "") + (" *" if i == best else "")

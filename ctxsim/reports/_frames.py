@@ -8,14 +8,14 @@ fields, so the same run gives the same CSV bytes.
 from __future__ import annotations
 
 import json
-from decimal import Decimal
 from dataclasses import fields
+from decimal import Decimal
 from typing import Any
 
 from ctxsim.errors import CtxsimError
 from ctxsim.meter import MONEY_FIELDS, EventRecord, Row
-from ctxsim.run import RunResult
 from ctxsim.reports._common import labels
+from ctxsim.run import RunResult
 
 MONEY = (*MONEY_FIELDS, "summarize_cost_usd", "own_cost_usd",  # a row's, and the run total of summarizer calls
          "refetch_cost_usd", "cost_with_refetch_usd")  # loss metered (ctxsim.loss): re-fetches priced

@@ -10,7 +10,10 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # matplotlib itself is imported when a chart is drawn
+    from matplotlib.typing import RcKeyType
 
 # Okabe-Ito (distinguishable with the common colour-vision deficiencies) for up to 7 series, then
 # matplotlib's tab20 (pairs of a dark and a light shade) for up to 20, then evenly spaced hues: a chart
@@ -26,7 +29,7 @@ MAX_POINTS = 2000  # points drawn per series at most (SVG size; a 10-inch chart 
 WIDTH_IN = 10.0
 DPI = 110
 
-RC: dict[str, Any] = {
+RC: dict[RcKeyType, Any] = {
     "svg.hashsalt": "ctxsim",
     "svg.fonttype": "path",
     "text.parse_math": False,  # "$1.96" is money, not mathtext
@@ -108,10 +111,7 @@ def merge_identical(names: Sequence[str], series: Sequence[Any]) -> list[tuple[l
     groups: dict[Any, list[int]] = {}
     for i, s in enumerate(series):
         groups.setdefault(s, []).append(i)
-    out = []
-    for members in groups.values():
-        out.append((members, joined([names[i] for i in members])))
-    return out
+    return [(members, joined([names[i] for i in members])) for members in groups.values()]
 
 
 def joined(names: Sequence[str], width: int = 64) -> str:

@@ -73,4 +73,4 @@ def progress_bar(total: int | None, description: str = "replaying", *, stream: T
             bar.stop()
 
 
-__all__ = ["progress_bar", "is_terminal"]
+__all__ = ["is_terminal", "progress_bar"]

@@ -6,6 +6,7 @@ piped as aligned plain text (stable bytes, no colour codes).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any, TextIO
@@ -29,7 +30,7 @@ def money(value: Decimal) -> str:
     if value < Decimal("0.1"):  # small amounts keep four decimals, so they do not all read $0.00
         return f"${value.quantize(Decimal('0.0001'), ROUND_HALF_EVEN)}"
     if value >= 100:
-        return f"${value.quantize(Decimal('1'), ROUND_HALF_EVEN):,}"
+        return f"${value.quantize(Decimal(1), ROUND_HALF_EVEN):,}"
     return f"${value.quantize(Decimal('0.01'), ROUND_HALF_EVEN):,}"
 
 
@@ -64,7 +65,7 @@ MAX_EVENTS = 25
 
 def summary(result: RunResult) -> TableData:
     runs = result.runs
-    metrics: list[tuple[str, callable]] = [  # type: ignore[valid-type]
+    metrics: list[tuple[str, Callable[[Totals], str]]] = [
         ("requests", lambda t: f"{t.requests:,}"),
         ("input tokens, all requests", lambda t: f"{t.input_tokens:,}"),
         ("peak context", lambda t: f"{t.peak_context_tokens:,}"),
@@ -137,9 +138,7 @@ def head_lines(result: RunResult) -> list[str]:
         rec, g = pair
         out.append(warning(rec, g) or gap_line(g))
     rec = recorded_of_result(result)
-    for line in (coverage_line(rec), own_cost_line(rec)) if rec is not None else ():
-        if line:
-            out.append(line)
+    out.extend(line for line in ((coverage_line(rec), own_cost_line(rec)) if rec is not None else ()) if line)
     return out
 
 

@@ -25,8 +25,7 @@ skipped in bundles, and `ctxsim report -f png --chart composition` says why.
 
 from __future__ import annotations
 
-
-from ctxsim.composition import HEAD, Composition  # noqa: F401 - Composition re-exported for callers
+from ctxsim.composition import HEAD, Composition
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
 from ctxsim.reports._common import composition_of, labels, short, window_of, winner
@@ -120,7 +119,8 @@ def draw(result: RunResult, fmt: str) -> bytes:
         texts = [k.replace("tool:", "tool ") for k in order]
         handles = [legend[k] for k in order]
         if len(panels) < len(groups):
-            texts.append(f"{len(panels)} of {len(groups)} distinct policies shown (the baseline and the cheapest always)")
+            texts.append(f"{len(panels)} of {len(groups)} distinct policies shown "
+                         "(the baseline and the cheapest always)")
             handles.append(Patch(color="none"))
         plot.legend_below(fig, handles, texts, min(5, len(texts)), fontsize=8.5)
         return plot.save(fig, fmt)

@@ -85,10 +85,9 @@ def draw(result: RunResult, fmt: str) -> bytes:
         if clipped:
             ax.axhspan(max(visible), top, facecolor="none", edgecolor="#b00000", hatch="////", linewidth=0,
                        alpha=0.35, zorder=1)
-            over = [short(groups[g][1], 40) for g in range(len(groups)) if peaks[g] > top]
-            ax.annotate("↑ beyond the window, cut off: " + "; ".join(f"{n} (peak {peaks[g]:,})" for g, n in
-                                                                      zip([g for g in range(len(groups))
-                                                                           if peaks[g] > top], over)),
+            cut = [g for g in range(len(groups)) if peaks[g] > top]
+            ax.annotate("↑ beyond the window, cut off: " + "; ".join(f"{short(groups[g][1], 40)} (peak {peaks[g]:,})"
+                                                                      for g in cut),
                         xy=(0.01, 0.985), xycoords="axes fraction", ha="left", va="top", fontsize=8.5,
                         color="#b00000", zorder=6,
                         bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.85})
@@ -191,7 +190,7 @@ def multiples(result: RunResult, fmt: str, series: list[tuple[tuple[int, int], .
             ax.axhline(window, color="#000000", linewidth=1.1, zorder=2)
             if reserve:
                 ax.axhspan(window - reserve, window, color="#999999", alpha=0.25, linewidth=0, zorder=1)
-            for what, value in {t for i in members for t in thresholds(result.runs[i])}:
+            for _what, value in {t for i in members for t in thresholds(result.runs[i])}:
                 if value < top:
                     ax.axhline(value, color=colours[g], linestyle=(0, (1, 2)), linewidth=1.0, zorder=2)
             for marker, points in thinned_events(result, members, dict(series[members[0]]), top, last, 50).items():
@@ -200,7 +199,8 @@ def multiples(result: RunResult, fmt: str, series: list[tuple[tuple[int, int], .
                            edgecolors="#000000", linewidths=0.5, zorder=4)
             over = f" — cut off above (peak {peaks[g]:,})" if peaks[g] > top else f" (peak {peaks[g]:,})"
             star = " ★ cheapest" if best in members else ""
-            ax.set_title(short(name, 64) + star + ("\n" + over.strip(" —") if len(name) + len(over) > 58 else over), fontsize=8.5, loc="left", fontweight="bold",
+            ax.set_title(short(name, 64) + star + ("\n" + over.strip(" —") if len(name) + len(over) > 58 else over),
+                         fontsize=8.5, loc="left", fontweight="bold",
                          color="#b00000" if peaks[g] > top else "#000000")
             ax.set_ylim(0, top)
             ax.label_outer()

@@ -18,7 +18,6 @@ from ctxsim.reports import _plot as plot
 from ctxsim.reports._common import labels, money, short
 from ctxsim.run import RunResult
 
-
 LOG_ABOVE = 30  # a log axis when the dearest curve ends this many times above the cheapest total
 
 
@@ -53,8 +52,8 @@ def draw(result: RunResult, fmt: str) -> bytes:
         handles: list = []
         texts: list[str] = []
         for g, (members, name) in enumerate(groups):
-            xs, cached, plain = curves[members[0]]
-            tx, (tplain, tcached) = plot.thin(xs, [float(v) for v in plain], [float(v) for v in cached])
+            at, cached_usd, plain_usd = curves[members[0]]
+            tx, (tplain, tcached) = plot.thin(at, [float(v) for v in plain_usd], [float(v) for v in cached_usd])
             ax.plot(tx, tplain, color=colours[g], linestyle=(0, (4, 2)), linewidth=1.4, zorder=2)
             ax.plot(tx, tcached, color=colours[g], linestyle="-", linewidth=2.2, zorder=3)
             handles.append(Line2D([], [], color=colours[g], linewidth=2.2))

@@ -97,7 +97,7 @@ class Change:
     def worse(self) -> bool:
         if self.base == self.new:
             return False
-        return (self.new > self.base) == self.metric.higher_is_worse
+        return bool(self.new > self.base) == self.metric.higher_is_worse
 
     @property
     def status(self) -> str:
@@ -202,7 +202,7 @@ def diff(base: RunResult, new: RunResult, metrics: Sequence[str] = ("cost",),
                 rel = change(x, y)
                 is_gated = name in gated and threshold is not None
                 c = Change(metric, x, y, rel, is_gated, False)
-                if is_gated and c.worse:
+                if is_gated and threshold is not None and c.worse:
                     c.regressed = rel is None or abs(rel) > threshold
                 pair.changes.append(c)
         pairs.append(pair)
@@ -321,9 +321,8 @@ def _side(name: str, m: dict[str, Any]) -> str:
 
 
 def table(d: Diff) -> Any:
-    from ctxsim.reports._terminal import TableData
-
     from ctxsim.reports._common import short
+    from ctxsim.reports._terminal import TableData
 
     rows = []
     names = _shown(d)

@@ -16,8 +16,18 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ctxsim.reports import Options, ReportInfo, register
-from ctxsim.reports._common import (change, labels, money, overflows, pct, request_rows, signed_pct, tokens, window_of,
-                                    winner)
+from ctxsim.reports._common import (
+    change,
+    labels,
+    money,
+    overflows,
+    pct,
+    request_rows,
+    signed_pct,
+    tokens,
+    window_of,
+    winner,
+)
 from ctxsim.run import RunResult, none_run, recorded_gap, recorded_of_result
 
 WORST = 5
@@ -76,8 +86,8 @@ def verdict(result: RunResult, names: Sequence[str]) -> str:
     over = [(i, overflows(run, result)) for i, run in enumerate(runs)]
     past_window = [(names[i] + (" (the cheapest)" if i == best_i and len(runs) > 1 else ""), r)
                    for i, r in over if r is not None]
-    reserve_only = [(names[i], run.totals.first_over.get("window-reserve")) for i, run in enumerate(runs)
-                    if over[i][1] is None and run.totals.first_over.get("window-reserve") is not None]
+    reserve_only = [(names[i], r) for i, run in enumerate(runs)
+                    if over[i][1] is None and (r := run.totals.first_over.get("window-reserve")) is not None]
     parts = []
     base_over = over[0][1]
     if base_over is not None and best_i != 0 and len(runs) > 1:
@@ -248,8 +258,9 @@ def priced_as(result: RunResult) -> str:
     setups: dict[str, int] = {}
     for run in result.runs:
         setup = run.policy.get("setup") or {}
+        cache = _cache_text(setup.get("cache_model") or m.get("cache_model") or {})
         key = (f"{setup.get('provider') or m.get('provider', '?')} {setup.get('model') or m.get('model', '?')}, "
-               f"window {window_of(run, result):,}, {_cache_text(setup.get('cache_model') or m.get('cache_model') or {})}")
+               f"window {window_of(run, result):,}, {cache}")
         setups[key] = setups.get(key, 0) + 1
     if len(setups) <= 1:
         return next(iter(setups), f"{m.get('provider', '?')} {m.get('model', '?')}")
@@ -263,9 +274,9 @@ def chart_section(links: Sequence[tuple[str, str]], base_url: str | None) -> lis
         files = ", ".join(code(p) for _, p in links)
         where = (f"Charts ({files}, each also as SVG) are in the bundle folder beside this file and not shown: "
                  if links else "Charts are not included: ")
-        return ["", f"<sub>📊 {where}a PR comment cannot show relative images. Upload the bundle (a CI artefact, "
-                    "a branch) and pass `--image-base-url URL` to `ctxsim compare -o DIR` or "
-                    "`ctxsim report run.json -o DIR/` to embed them.</sub>"]
+        return ["", (f"<sub>📊 {where}a PR comment cannot show relative images. Upload the bundle (a CI artefact, "
+                     "a branch) and pass `--image-base-url URL` to `ctxsim compare -o DIR` or "
+                     "`ctxsim report run.json -o DIR/` to embed them.</sub>")]
     url = base_url.rstrip("/") + "/"
     primary = [(t, p) for t, p in links if p.rsplit("/", 1)[-1] in PRIMARY_CHARTS]
     other = [(t, p) for t, p in links if (t, p) not in primary]
@@ -282,8 +293,8 @@ def chart_section(links: Sequence[tuple[str, str]], base_url: str | None) -> lis
 def events_section(result: RunResult, names: Sequence[str], per_policy: int | None) -> tuple[list[str], int]:
     total = sum(len(r.events) for r in result.runs)
     if not total:
-        return ["", "<details><summary>Events: none</summary>", "", "No policy edited the context and no "
-                "request passed the window.", "", "</details>"], 0
+        return ["", "<details><summary>Events: none</summary>", "",
+                "No policy edited the context and no request passed the window.", "", "</details>"], 0
     kinds = Counter(e.kind for r in result.runs for e in r.events)
     summary = ", ".join(f"{k} {n:,}" for k, n in sorted(kinds.items()))
     out = ["", f"<details><summary>Events: {total:,} ({summary})</summary>", ""]

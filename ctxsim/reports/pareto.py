@@ -15,12 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from ctxsim.engine import PolicyRun
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
 from ctxsim.reports._common import labels, money, short, winner
 from ctxsim.run import RunResult
+
+if TYPE_CHECKING:  # matplotlib itself is imported when a chart is drawn
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 LOSSES = [  # (totals field, axis label)
     ("recall_misses", "recall misses (count)"),
@@ -54,7 +59,7 @@ OFFSETS = [(7, 7), (7, -14), (-16, 7), (-16, -14), (12, -3), (-22, -3), (0, 16),
            (-26, 14), (18, -22), (-26, -22), (30, 0), (-36, 0), (0, 28), (0, -34)]  # points, tried in turn
 
 
-def place_labels(ax, fig, anchors: list[tuple[float, float]], texts: list[str]) -> list[tuple[int, int]]:
+def place_labels(ax: Axes, fig: Figure, anchors: list[tuple[float, float]], texts: list[str]) -> list[tuple[int, int]]:
     """An offset per label so that no two labels, and no label and point, overlap (greedy, in order)."""
     fig.canvas.draw()  # the limits and the transform are final now
     scale = fig.dpi / 72

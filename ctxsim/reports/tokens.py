@@ -41,13 +41,14 @@ def per_request(rows: list) -> tuple[list[int], dict[str, list[int]]]:
     return xs, out
 
 
-def shown(result: RunResult) -> list[tuple[list[int], str]]:
-    """The panels drawn: (run indices, title name), the baseline and the winner always among them."""
+def shown(result: RunResult) -> tuple[list[tuple[list[int], str]], int]:
+    """The panels drawn: (run indices, title name), the baseline and the winner always among them; and how many
+    distinct runs there are."""
     names = labels(result)
     data = [per_request(run.rows) for run in result.runs]
     keys = [(tuple(xs), tuple(tuple(v) for v in parts.values())) for xs, parts in data]
     groups = plot.merge_identical(names, keys)
-    return [groups[g] for g in plot.pick(groups, [0, winner(result)], MAX_PANELS)], len(groups)  # type: ignore[return-value]
+    return [groups[g] for g in plot.pick(groups, [0, winner(result)], MAX_PANELS)], len(groups)
 
 
 def draw(result: RunResult, fmt: str) -> bytes:
@@ -59,7 +60,7 @@ def draw(result: RunResult, fmt: str) -> bytes:
     best = winner(result)
     with plot.style():
         fig, axes = plot.grid(len(panels), panel_height_in=2.0 if len(panels) > 2 else 2.6)
-        top = 1
+        top: float = 1
         averaged = 1
         peaks: list[float] = []
         for ax, (members, name) in zip(axes, panels, strict=True):

@@ -113,5 +113,11 @@ def run_summarizer(summarizer: Summarizer, messages: Sequence[Message], notes: s
     return summarizer.summarize(messages, notes, turns=turns, calls=calls), None
 
 
-__all__ = ["Summarizer", "SizeModel", "SummarizerName", "TurnClock", "make_summarizer",
-           "run_summarizer"]
+__all__ = [
+    "SizeModel",
+    "Summarizer",
+    "SummarizerName",
+    "TurnClock",
+    "make_summarizer",
+    "run_summarizer",
+]

@@ -106,12 +106,12 @@ class Block:
     block lets go of its base.
     """
 
-    __slots__ = ("text", "base", "added", "sizes")
+    __slots__ = ("added", "base", "sizes", "text")
 
     def __init__(self, base: Block | None, added: list[str]) -> None:
-        self.text = (base.text if base is not None else "") + "".join(added)
+        self.text: str = (base.text if base is not None else "") + "".join(added)
         # a base never sized is not kept: a chain of unsized blocks would keep every old summary alive
-        self.base = base if base is not None and base.base is None else None
+        self.base: Block | None = base if base is not None and base.base is None else None
         self.added = added  # the lines added to `base`, each with its newline (all of them without a base)
         if base is not None and self.base is None:
             self.added = [self.text]
@@ -195,7 +195,8 @@ class ExtractiveSummarizer:
             todos, errors, files = dict(taken.todos), dict(taken.errors), dict(taken.files)
             start = 1
 
-        for message, turn in zip(messages[start:], turns[start:], strict=True):
+        for message, recorded_turn in zip(messages[start:], turns[start:], strict=True):
+            turn = recorded_turn
             role = message.role
             lo = hi = turn
             if role == "summary":
@@ -232,11 +233,11 @@ class ExtractiveSummarizer:
             elif role == "tool":
                 for error in error_lines(message.content):
                     _touch(errors, error, turn)
-                call = known_calls.get(message.tool_call_id or "")
-                if call is not None:
-                    tool = message.name or call.name
+                called = known_calls.get(message.tool_call_id or "")
+                if called is not None:
+                    tool = message.name or called.name
                     when = f" at turn {turn}" if turn is not None else ""
-                    for path in paths_in_arguments(call.arguments):
+                    for path in paths_in_arguments(called.arguments):
                         _touch(files, path, f"{path}, last {tool}{when}")
 
         head = [_header(first, last) + "\n"]

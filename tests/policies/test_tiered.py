@@ -11,10 +11,10 @@ stories.py): u, then turns a<n> r<n>; `S` is a summary or the marker.
 
 from __future__ import annotations
 
+from stories import acted, labels, spied, story, told, told_with
+
 from ctxsim.policies.base import Summarize
 from ctxsim.policies.tiered import COMPACTION_MARKER, REFERENCE
-
-from stories import acted, labels, spied, story, told, told_with
 
 FIXED = "system_prompt_tokens=0,compact_headroom_turns=0"
 

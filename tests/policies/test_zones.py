@@ -10,10 +10,10 @@ summarised again at every request. The stories (see stories.py): u, then turns a
 
 from __future__ import annotations
 
+from stories import acted, labels, spied, story, told, told_with
+
 from ctxsim.policies.base import Replace, Summarize
 from ctxsim.policies.zones import REFERENCE
-
-from stories import acted, labels, spied, story, told, told_with
 
 
 def test_yellow_summarises_the_oldest_fifth_at_every_request_then_red_keeps_three_turns():
