@@ -122,3 +122,21 @@ def test_replay_streams_with_the_same_misses_as_compare(tmp_path: Path) -> None:
     assert "recall misses" in run.stdout
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["runs"][0]["loss"]["recall_misses"] == 4
+
+
+def test_report_md_main_table_keeps_six_columns_with_the_misses() -> None:
+    """With the loss metered, the misses take the hit rate's place in report.md's main table (860 px: six
+    columns); the hit rate stays in the folded details."""
+    from ctxsim.reports import render
+
+    result = result_of()
+    text = render("markdown", result, "md")
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| policy"))
+    table = lines[start:next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))]
+    assert all(len(line.strip().strip("|").split("|")) == 6 for line in table), table
+    assert table[0].split("|")[-2].strip() == "recall misses" and "hit rate" not in table[0]
+    assert "hit rate" in text[text.index("<summary>Every column"):]
+    misses = {run.policy["name"]: run.loss.recall_misses for run in result.runs}
+    assert any(m > 0 for m in misses.values())  # the column has something to show
+    assert table[2].startswith("| `none`") and table[2].endswith(f"| {misses['none']:,} |")

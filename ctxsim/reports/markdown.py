@@ -122,7 +122,9 @@ def main_table(result: RunResult, names: Sequence[str]) -> list[str]:
     from ctxsim.loss.verdict import weighs_loss
 
     loss = weighs_loss(result)
-    head = [h.format(base=code(names[0])) for h in MAIN_COLUMNS] + (["recall misses"] if loss else [])
+    # Six columns at most (860 px): with the loss metered, its misses take the hit rate's place (in the details).
+    keep = [i for i, h in enumerate(MAIN_COLUMNS) if not (loss and h == "hit rate")]
+    head = [MAIN_COLUMNS[i].format(base=code(names[0])) for i in keep] + (["recall misses"] if loss else [])
     lines = ["| " + " | ".join(head) + " |", "|:--|" + "--:|" * (len(head) - 1)]
     best_i = winner(result)
     for i, run in enumerate(result.runs):
@@ -135,6 +137,7 @@ def main_table(result: RunResult, names: Sequence[str]) -> list[str]:
         cells = [name, money(t.cost_usd), "—" if i == 0 else signed_pct(change(base.cost_usd, t.cost_usd)),
                  pct(t.hit_rate), f"{flag}{t.peak_context_tokens:,}{share}",
                  "never" if first is None else f"request {first:,}"]
+        cells = [cells[i] for i in keep]
         if loss:
             cells.append(f"{run.loss.recall_misses:,}" + (" (bound)" if run.policy["name"] == "oracle" else ""))
         lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
@@ -146,6 +149,7 @@ def main_table(result: RunResult, names: Sequence[str]) -> list[str]:
         peak = f"{rec.peak_context_tokens:,}" if rec.peak_context_tokens is not None else "—"
         cells = ["recorded (billed)", money(rec.cost_usd),
                  signed_pct(change(none.totals.cost_usd, rec.cost_usd)) if none is not None else "—", hit, peak, "—"]
+        cells = [cells[i] for i in keep]
         lines.append("| " + " | ".join(cell(c) for c in cells + (["—"] if loss else [])) + " |")
     star = "★ the cheapest with re-fetches within the recall-miss allowance" if loss else "★ the cheapest"
     notes = [star] if len(result.runs) > 1 else []
