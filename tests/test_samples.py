@@ -30,35 +30,49 @@ def test_every_shipped_sample_has_its_recipe():
 
 
 def test_an_installed_package_replays_the_sample_with_no_trace(tmp_path):
-    """The package as an install lays it out (setuptools' build_py: the modules and the package data the
-    wheel carries, nothing else of the checkout), run from a folder with no traces/ beside it: `ctxsim
-    replay` with no trace makes the sample from its recipe in the cache folder and replays it. (Offline:
-    build_py needs no download, where building a wheel needs the `wheel` package or an isolated build.)"""
+    """The wheel, built from a copy of the checkout (offline: setuptools and `wheel` from the test extra,
+    no build isolation, no index) and installed into a fresh virtual environment, run from a folder with
+    no traces/ beside it: `ctxsim replay` with no trace makes the sample from its recipe in the cache folder
+    and replays it. The environment has only the wheel; its dependencies come from this one's site-packages
+    on PYTHONPATH (where this checkout's editable install is not importable: no .pth runs there)."""
     import hashlib
     import json
     import os
     import shutil
     import subprocess
     import sys
+    import sysconfig
+    import zipfile
 
+    pytest.importorskip("wheel", reason="building the wheel offline needs the `wheel` package (the test extra)")
     root = TRACES.parent
     source = tmp_path / "src"
     shutil.copytree(root / "ctxsim", source / "ctxsim", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(root / name, source / name)
-    site = tmp_path / "site"
-    built = subprocess.run([sys.executable, "-c", "from setuptools import setup; setup()", "-q", "build_py",
-                            "--build-lib", str(site)], cwd=source, capture_output=True, text=True, check=False)
-    if built.returncode != 0 and "No module named 'setuptools'" in built.stderr:
-        pytest.skip("setuptools is not installed in this environment")
+    dist = tmp_path / "dist"
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
+                            "-q", "-w", str(dist), str(source)], capture_output=True, text=True, check=False)
     assert built.returncode == 0, built.stderr
-    assert (site / "ctxsim" / "py.typed").is_file() and (site / "ctxsim" / "caching" / "data.toml").is_file()
-    assert not (site / "traces").exists()
+    (wheel,) = dist.glob("ctxsim-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "ctxsim/py.typed" in names and "ctxsim/caching/data.toml" in names
+    assert "ctxsim/analysis/calibration_priors.toml" in names
+    assert not any(n.startswith("traces/") for n in names)  # the samples are made from recipes, not shipped
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
+                                "--no-index", "-q", str(wheel)], capture_output=True, text=True, check=False)
+    assert installed.returncode == 0, installed.stderr
     away = tmp_path / "elsewhere"
     away.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(site), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"], "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    where = subprocess.run([str(python), "-c", "import ctxsim; print(ctxsim.__file__)"], cwd=away, env=env,
+                           capture_output=True, text=True, check=True)
+    assert where.stdout.startswith(str(venv))  # the installed wheel, not the checkout
     code = "from ctxsim.cli import main; main()"
-    done = subprocess.run([sys.executable, "-c", code, "replay", "--json"], cwd=away, env=env,
+    done = subprocess.run([str(python), "-c", code, "replay", "--json"], cwd=away, env=env,
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     manifest = json.loads(done.stdout)["manifest"]
