@@ -18,6 +18,7 @@ tests/test_price_cache.py checks every model's cached rates against genai-prices
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from bisect import bisect_left
@@ -313,10 +314,8 @@ class _PriceCache:
                 json.dump(self.data, handle, sort_keys=True)
             os.replace(temporary, self.path)
         except OSError:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(temporary)
-            except OSError:
-                pass
 
     @property
     def version(self) -> str:

@@ -877,8 +877,8 @@ class Report:
             return []
         untimed = counts["sessions_untimed"]
         untimed_text = f"; {untimed:,} with no time to tell, skipped too" if untimed else ""
-        return [f"{self.plan.dates.describe()}: {counts['sessions_replayed']:,} session(s) started in the range "
-                f"and were replayed; {counts['sessions_outside']:,} outside it skipped{untimed_text}"]
+        return [(f"{self.plan.dates.describe()}: {counts['sessions_replayed']:,} session(s) started in the range "
+                 f"and were replayed; {counts['sessions_outside']:,} outside it skipped{untimed_text}")]
 
     def manifest(self) -> dict[str, Any]:
         from ctxsim.pricing import price_data_latest_change, price_data_version

@@ -119,7 +119,7 @@ class Node:
         value = self.value.get(key) if isinstance(self.value, dict) else (
             self.value[key] if isinstance(self.value, list) and isinstance(key, int) and key < len(self.value)
             else None)
-        return Node(value, self.source, self.line, self.path + (key,))
+        return Node(value, self.source, self.line, (*self.path, key))
 
     def get(self, key: str, default: Any = None) -> Any:
         if isinstance(self.value, dict):
@@ -166,19 +166,19 @@ class Node:
 
     def obj(self, key: str, required: bool = False) -> Node | None:
         value = self._typed(key, (dict,), "an object", required)
-        return None if value is None else Node(value, self.source, self.line, self.path + (key,))
+        return None if value is None else Node(value, self.source, self.line, (*self.path, key))
 
     def array(self, key: str, required: bool = False) -> list[Node]:
         value = self._typed(key, (list,), "an array", required)
         if value is None:
             return []
-        return [Node(v, self.source, self.line, self.path + (key, i)) for i, v in enumerate(value)]
+        return [Node(v, self.source, self.line, (*self.path, key, i)) for i, v in enumerate(value)]
 
     def items(self) -> list[Node]:
         """The elements of this array (an error if it is not one)."""
         if not isinstance(self.value, list):
             raise self.fail(f"must be an array, got {kind_of(self.value)}")
-        return [Node(v, self.source, self.line, self.path + (i,)) for i, v in enumerate(self.value)]
+        return [Node(v, self.source, self.line, (*self.path, i)) for i, v in enumerate(self.value)]
 
     def tools(self, key: str = "tools") -> list[dict[str, Any]] | None:
         """Tool definitions: an array of objects (or absent)."""

@@ -66,10 +66,11 @@ ABOUT = {
 
 # Where `ctxsim inspect` with no path looks (ctxsim.discover): VS Code's globalStorage on Linux and macOS
 # (Cline, Roo Code), and the Cline CLI's folder.
-DISCOVERY = {"folders": tuple(f"{base}/{ext}/tasks" for base in ("~/.config/Code/User/globalStorage",
-                                                                 "~/Library/Application Support/Code/User/globalStorage")
-                              for ext in ("saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline"))
-             + ("~/.cline/data/tasks",), "files": "*/ui_messages.json"}
+_GLOBAL_STORAGE = ("~/.config/Code/User/globalStorage", "~/Library/Application Support/Code/User/globalStorage")
+DISCOVERY = {"folders": (*(f"{base}/{ext}/tasks" for base in _GLOBAL_STORAGE
+                           for ext in ("saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline")),
+                         "~/.cline/data/tasks"),
+             "files": "*/ui_messages.json"}
 
 
 def _decimal(value: Any) -> Decimal | None:

@@ -163,7 +163,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             raise doc.fail("expected a Gemini CLI chat {sessionId, messages}")
         header = {k: doc.get(k) for k in ("sessionId", "projectHash", "startTime") if doc.get(k) is not None}
         header["startTime"] = doc.ts("startTime")
-        records = [m for m in doc.array("messages", required=True)]
+        records = list(doc.array("messages", required=True))
     else:
         for node in nodes:
             if "$rewindTo" in node:

@@ -468,7 +468,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                         request = request[1:]
                     conv.exchange(request, response, system=system if system is not None else conv.system)
                 pending = []
-            for n, session in enumerate(conv.sessions()):
+            for session in conv.sessions():
                 extra = dict(session.extra)
                 extra["trace_id"] = trace_id
                 if key is not None and key != root_key:
@@ -551,7 +551,8 @@ def sniff(head: bytes) -> str | None:
         return None
     if text.lstrip().startswith("{") and '"spans"' in text[:200] and '"gen_ai.' in text:
         return None
-    return "no OpenTelemetry spans (resourceSpans, or an AgentTrace's spans with gen_ai.* attributes) in the first bytes"
+    return ("no OpenTelemetry spans (resourceSpans, or an AgentTrace's spans with gen_ai.* attributes) "
+            "in the first bytes")
 
 
 register(FormatInfo(name=NAME, description="OpenTelemetry GenAI spans (OTLP JSON export, any-agent AgentTrace)",

@@ -8,7 +8,7 @@ policies come through the `ctxsim.policies` entry-point group.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,12 @@ from ctxsim.errors import ParameterError, did_you_mean
 from ctxsim.params import as_dict, build_params, split_spec
 from ctxsim.policies.base import Context, Policy, View
 from ctxsim.registry import Registry
+
+# the registry and its helpers, and the contract's names a policy module imports from here (Context, Policy, View)
+__all__ = [
+    "Context", "NoParams", "Policy", "PolicyInfo", "Stages", "View", "effective", "make_policy", "parse_policy",
+    "policies", "register", "replay_weight",
+]
 
 
 @dataclass(frozen=True)

@@ -158,7 +158,8 @@ class _Seq:
         self._starts = [0]  # position of each part
         self._tokens = [0]  # tokens before each part
         self._inner: dict[int, list[int]] = {}  # part number -> running tokens within a list part
-        for part in parts:
+        for given in parts:
+            part = given
             if isinstance(part, tuple):
                 a, b = part
                 if a >= b:
@@ -665,7 +666,7 @@ class PlainTiered(TieredPolicy):
         if cut <= head_end:
             return "summarize", level2
         spared = [e for e in level2[head_end:cut] if e.index is not None and units.protected(e.index)]
-        dropped = level2[:head_end] + [marker, *spared] + level2[cut:]
+        dropped = [*level2[:head_end], marker, *spared, *level2[cut:]]
         if _tokens(dropped) > target:
             return self._plain_keep_within(view, dropped, target, units) or ("drop", dropped)
         return "drop", dropped
