@@ -107,7 +107,7 @@ class RunResult:
                     "totals": run.totals.to_json(),
                     "rows": block(run.rows, Row),
                     "events": block(run.events, EventRecord),
-                    **({"composition": composition(run)} if run.composition is not None else {}),
+                    **({"composition": composition(run.composition)} if run.composition is not None else {}),
                     **({"loss": loss(run)} if run.loss is not None else {}),
                 }
                 for run in self.runs
