@@ -52,7 +52,8 @@ def usage_native(node: Node) -> Usage:
     cached = counts["cache_read_tokens"] + counts["cache_write_tokens"] + counts["cache_write_1h_tokens"]
     if cached > counts["input_tokens"]:
         raise node.fail(f"cache read + writes ({cached:,}) exceed input_tokens ({counts['input_tokens']:,})")
-    return Usage(**counts)
+    return Usage(counts["input_tokens"], counts["cache_read_tokens"], counts["cache_write_tokens"],
+                 counts["cache_write_1h_tokens"], counts["output_tokens"])
 
 
 def any_usage(node: Node) -> Usage:

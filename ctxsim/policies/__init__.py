@@ -8,7 +8,7 @@ policies come through the `ctxsim.policies` entry-point group.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,10 @@ class Stages:
     name: str
     stages: tuple[Policy, ...]
     params: Any = NoParams()
+
+    def decide(self, view: View) -> Sequence[Any]:
+        # A Policy all the same: the engine runs `stages` itself, applying each one's edits before the next decides.
+        raise RuntimeError("stages built in code are run by the engine, one by one")
 
 
 @dataclass(frozen=True)
