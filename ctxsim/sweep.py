@@ -868,8 +868,8 @@ class Report:
             outside += s.get("skipped_sessions", {}).get("outside_dates", 0)
             untimed += s.get("skipped_sessions", {}).get("untimed", 0)
             kept += len(s["sessions"])
-        return self.plan.dates.to_json() | {"sessions_replayed": kept, "sessions_outside": outside,
-                                            "sessions_untimed": untimed}
+        dates: dict[str, Any] = self.plan.dates.to_json()
+        return dates | {"sessions_replayed": kept, "sessions_outside": outside, "sessions_untimed": untimed}
 
     def date_notes(self) -> list[str]:
         counts = self.date_counts()

@@ -321,7 +321,8 @@ def _start(traces: Sequence[str], out: Any, force: bool) -> Path | None:
     if out is None:
         return None
     if out.is_bundle:
-        return out.path
+        folder: Path = out.path
+        return folder
     from ctxsim.commands._output import check
 
     check(out, list(traces), force)

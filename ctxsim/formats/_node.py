@@ -141,7 +141,8 @@ class Node:
         return value
 
     def string(self, key: str, required: bool = False) -> str | None:
-        return self._typed(key, (str,), "a string", required)
+        value: str | None = self._typed(key, (str,), "a string", required)
+        return value
 
     def boolean(self, key: str) -> bool:
         return bool(self._typed(key, (bool,), "true or false", False))
@@ -151,7 +152,7 @@ class Node:
         return None if value is None else float(value)
 
     def count(self, key: str, required: bool = False) -> int | None:
-        value = self._typed(key, (int, float), "a non-negative integer", required)
+        value: int | float | None = self._typed(key, (int, float), "a non-negative integer", required)
         if value is None:
             return None
         if isinstance(value, float):

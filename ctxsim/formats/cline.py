@@ -351,7 +351,7 @@ def _model(items: list[tuple[int, Node]], metadata: Node | None, ui_model: dict[
 def sniff(head: bytes) -> str | None:
     shape, first = sniff_json_head(head)
     if shape == "none":
-        return first
+        return str(first)  # the reason
     text = head_text(head)
     if not text.lstrip().startswith("["):
         return "not Cline's ui_messages.json (a JSON array)"

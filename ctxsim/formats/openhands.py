@@ -235,7 +235,7 @@ def sniff(head: bytes) -> str | None:
     shape, first = sniff_json_head(head)
     text = head_text(head)
     if shape == "none":
-        return first
+        return str(first)  # the reason
     if shape == "jsonl":
         if isinstance(first, dict) and isinstance(first.get("history"), list) and "instance_id" in first:
             return None

@@ -545,7 +545,7 @@ def _with_extra(session: Session, extra: dict[str, Any]) -> Session:
 def sniff(head: bytes) -> str | None:
     shape, first = sniff_json_head(head)
     if shape == "none":
-        return first
+        return str(first)  # the reason
     text = head_text(head)
     if '"resourceSpans"' in text[:2000] and ('"gen_ai.' in text or '"scopeSpans"' in text):
         return None

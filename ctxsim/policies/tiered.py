@@ -61,7 +61,8 @@ MIN_RATIO = 0.05  # compaction_target clamps the ratio to [0.05, 1.0]
 def f32(x: float) -> float:
     """Round a double to the nearest IEEE single, as a Rust `as f32` cast does."""
     try:
-        return struct.unpack("f", struct.pack("f", x))[0]
+        single: float = struct.unpack("f", struct.pack("f", x))[0]
+        return single
     except OverflowError:
         return math.copysign(math.inf, x)
 
