@@ -14,7 +14,8 @@ KB per request, cache reads growing with the prompt), so the corpus is the same 
 Memory is bounded by the largest session, not the corpus: the 200-file run's peak RSS over the 20-file
 run's is printed (target: close to 1.0; the small per-request records are all that grows).
 
-Usage: python benchmarks/bench_accounting.py [--requests 200] [--repeat 3] [--real] [--before CHECKOUT] [--sizes 1,20,200]
+Usage: python benchmarks/bench_accounting.py [--requests 200] [--repeat 3] [--real] [--before CHECKOUT]
+       [--sizes 1,20,200]
 """
 
 from __future__ import annotations
@@ -198,7 +199,8 @@ def main() -> None:
                 t = json.loads(theirs.out).get("totals", {})
                 their_input = sum(int(t.get(k, 0)) for k in ("inputTokens", "cacheCreationTokens", "cacheReadTokens"))
                 row += [f"{theirs.wall:.2f}", f"{theirs.cpu:.2f}", f"{theirs.rss:.0f}",
-                        f"{ours.wall / theirs.wall:.2f}", f"{ours.cpu / theirs.cpu:.2f}", f"{ours.rss / theirs.rss:.2f}",
+                        f"{ours.wall / theirs.wall:.2f}", f"{ours.cpu / theirs.cpu:.2f}",
+                        f"{ours.rss / theirs.rss:.2f}",
                         f"{their_input:,}", f"{t.get('totalCost', 0):.4f}"]
             rows.append(row)
     head = ["corpus", "ctxsim s", "CPU s", "1st CPU s", "MiB"]
@@ -210,7 +212,7 @@ def main() -> None:
     rows = [r + [""] * (len(head) - len(r)) for r in rows]
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
     for r in [head, *rows]:
-        print("  ".join(str(c).rjust(w) for c, w in zip(r, widths)))
+        print("  ".join(str(c).rjust(w) for c, w in zip(r, widths, strict=True)))
     print(f"\nbest of {args.repeat} after a first run (its CPU in '1st CPU s': an empty price cache, genai-prices "
           f"imported); interleaved; CPU = user + system of the process and its children; load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the end")

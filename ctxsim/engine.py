@@ -107,11 +107,12 @@ class Pricers:
         if self.setup.model:
             model = self.setup.model
         provider = self.setup.provider or provider or self.default_provider or self.primary.provider
+        pricer: Pricer | None
         if not model:
             pricer = fallback or self.primary
         else:
             key = (provider, model)
-            pricer = self.memo.get(key)  # type: ignore[assignment]
+            pricer = self.memo.get(key)
             if pricer is None:
                 try:
                     pricer = Pricer(provider, model, self.notes)
@@ -324,7 +325,7 @@ class Replayer:
         from ctxsim.analysis.calibrate import ProviderReasoningRule
 
         rule = ProviderReasoningRule(self.resolved.provider, self.resolved.model_id)
-        return rule if rule.active else None  # type: ignore[return-value]
+        return rule if rule.active else None
 
     def _session(self, session: Session, recorded: list[_Recorded], policy: Policy, state: _RunState,
                  progress: Callable[[int], None] | None, rule: Policy | None = None,
@@ -373,6 +374,7 @@ class Replayer:
         snapshots: list[tuple[int, ...]] = []
         state.composition.append((history.composition, numbers, snapshots))
         columns = history.composition.values
+        column: str | None  # the recorded message's column; None once a stage rewrote it on arrival
         for origin, message in enumerate(session.messages):
             size, n_blocks, ts_s, pinned, column = recorded[origin]
             if message.role != "assistant":
@@ -380,7 +382,7 @@ class Replayer:
                 if appenders and not pinned:
                     ctx = View(history, state.requests + 1, window, sizer.message, last_ts)
                     for stage in appenders:
-                        change = stage.on_append(ctx, item.message)  # type: ignore[attr-defined]
+                        change = stage.on_append(ctx, item.message)
                         if change is not None:
                             new = history.item(change.message, origin)
                             events.append(EventRecord(state.requests + 1, session.id, stage.name, change.kind,
@@ -430,7 +432,7 @@ class Replayer:
                                               f"context {prompt:,} tokens passes {label} ({limit:,})"))
             if requesters:
                 for observer in requesters:
-                    observer.requested(number, message, edits_made)  # type: ignore[attr-defined]
+                    observer.requested(number, message, edits_made)
                 edits_made.clear()
             answer = Item(message, size, n_blocks, origin)
             append(answer, column)

@@ -261,9 +261,8 @@ class History:
                         raise PolicyViolation(
                             f"policy {policy}: removing the call {call.id!r} would orphan its tool result"
                         )
-            if message.role == "tool" and message.tool_call_id:
-                if self._result.get(message.tool_call_id) is item:
-                    del self._result[message.tool_call_id]
+            if message.role == "tool" and message.tool_call_id and self._result.get(message.tool_call_id) is item:
+                del self._result[message.tool_call_id]
         # A result a policy wrote (a stub, a truncation) must still have its call.
         for item in added:
             call_id = item.message.tool_call_id

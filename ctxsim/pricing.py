@@ -18,11 +18,12 @@ tests/test_price_cache.py checks every model's cached rates against genai-prices
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time
 from decimal import Decimal
 from typing import Any, NamedTuple
 
@@ -82,12 +83,15 @@ def _tiered(price: Any) -> bool:
 
 
 def _rate(price: Any, prompt_tokens: int) -> Decimal | None:
-    if price is None or isinstance(price, Decimal):
+    if price is None:
+        return None
+    if isinstance(price, Decimal):
         return price
-    rate = price.base
+    rate: Decimal = price.base
     for tier in reversed(price.tiers):
         if prompt_tokens > tier.start:
-            return tier.price
+            tiered: Decimal = tier.price
+            return tiered
     return rate
 
 
@@ -152,7 +156,7 @@ class _Model:
         return standard
 
 
-def _micros(t: Any) -> int:
+def _micros(t: datetime | time) -> int:
     return ((t.hour * 60 + t.minute) * 60 + t.second) * 1_000_000 + t.microsecond
 
 
@@ -161,11 +165,14 @@ def _active(constraint: tuple[str, Any, Any], moment: datetime) -> bool:
     at = moment.astimezone(UTC) if moment.tzinfo is not None else moment
     kind, start, end = constraint
     if kind == "date":
-        return at.date() >= start
+        started: bool = at.date() >= start
+        return started
     now = _micros(at)
-    if end < start:
-        return now >= start or now < end
-    return start <= now < end
+    first: int = start
+    last: int = end
+    if last < first:
+        return now >= first or now < last
+    return first <= now < last
 
 
 def _encode_price(price: Any) -> Any:
@@ -313,10 +320,8 @@ class _PriceCache:
                 json.dump(self.data, handle, sort_keys=True)
             os.replace(temporary, self.path)
         except OSError:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(temporary)
-            except OSError:
-                pass
 
     @property
     def version(self) -> str:
@@ -332,7 +337,8 @@ class _PriceCache:
         if "latest_change" not in self.data:
             self.data["latest_change"] = _latest_change()
             self._save()
-        return self.data["latest_change"]
+        latest: str | None = self.data["latest_change"]
+        return latest
 
     def find(self, provider: str, model: str) -> tuple[str, Any]:
         """(provider id, model) as genai-prices' find_provider_model answers for these names."""
@@ -403,7 +409,8 @@ class Pricer:
 
     @property
     def context_window(self) -> int | None:
-        return self._model.context_window
+        window: int | None = self._model.context_window
+        return window
 
     def _prices(self, ts_s: float | None) -> Any:
         key = int(ts_s // 3600) if ts_s is not None else None  # price changes land on the hour

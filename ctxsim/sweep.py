@@ -868,8 +868,8 @@ class Report:
             outside += s.get("skipped_sessions", {}).get("outside_dates", 0)
             untimed += s.get("skipped_sessions", {}).get("untimed", 0)
             kept += len(s["sessions"])
-        return self.plan.dates.to_json() | {"sessions_replayed": kept, "sessions_outside": outside,
-                                            "sessions_untimed": untimed}
+        dates: dict[str, Any] = self.plan.dates.to_json()
+        return dates | {"sessions_replayed": kept, "sessions_outside": outside, "sessions_untimed": untimed}
 
     def date_notes(self) -> list[str]:
         counts = self.date_counts()
@@ -877,8 +877,8 @@ class Report:
             return []
         untimed = counts["sessions_untimed"]
         untimed_text = f"; {untimed:,} with no time to tell, skipped too" if untimed else ""
-        return [f"{self.plan.dates.describe()}: {counts['sessions_replayed']:,} session(s) started in the range "
-                f"and were replayed; {counts['sessions_outside']:,} outside it skipped{untimed_text}"]
+        return [(f"{self.plan.dates.describe()}: {counts['sessions_replayed']:,} session(s) started in the range "
+                 f"and were replayed; {counts['sessions_outside']:,} outside it skipped{untimed_text}")]
 
     def manifest(self) -> dict[str, Any]:
         from ctxsim.pricing import price_data_latest_change, price_data_version

@@ -68,8 +68,8 @@ def table(outcome: Outcome, every: bool = False) -> Any:
 
 
 def notes(outcome: Outcome, budget_label: str | None) -> list[str]:
-    out = [f"traces: {_traces(outcome)}; a trial overflows when a request's context passes "
-           f"{_limit(outcome, budget_label)}"]
+    out = [(f"traces: {_traces(outcome)}; a trial overflows when a request's context passes "
+            f"{_limit(outcome, budget_label)}")]
     over = sum(1 for t in outcome.trials if t.measured is not None and t.measured.over)
     refused = sum(1 for t in outcome.trials if t.error is not None)
     if over or refused:
@@ -125,9 +125,9 @@ def toml_text(outcome: Outcome, budget_label: str | None, seed: int) -> str | No
     lines = [f"# ctxsim tune: the recommended {outcome.family} setting (trial {t.number}: {t.label})",
              f"# traces: {_traces(outcome)}; {_limit(outcome, budget_label)}",
              f"# {outcome.how}" + ("" if "seed" in outcome.how else f" (seed {seed})"),
-             f"# cost with re-fetches {_money(m.refetch_cost_usd)} (open-loop {_money(m.cost_usd)}), "
-             f"recall misses {m.misses:,} (the oracle's bound {outcome.bound.misses:,}), "
-             f"peak context {m.peak_context_tokens:,} tokens"]
+             (f"# cost with re-fetches {_money(m.refetch_cost_usd)} (open-loop {_money(m.cost_usd)}), "
+              f"recall misses {m.misses:,} (the oracle's bound {outcome.bound.misses:,}), "
+              f"peak context {m.peak_context_tokens:,} tokens")]
     if any(p != params for p in t.params[1:]):
         lines.append("# the thresholds are this first trace's; on the others they scale with each one's limit")
     lines += ["", f"[policies.{policy_name(outcome)}]", f'policy = "{outcome.family}"']

@@ -126,8 +126,9 @@ def settings(family: str, trials: int, seed: int) -> tuple[list[dict[str, Any]],
         picks = sorted(random.Random(seed).sample(range(size), trials))
         how = f"random: {trials:,} of {size:,} settings (seed {seed})"
     out = []
-    for index in picks:
+    for pick in picks:
         setting: dict[str, Any] = {}
+        index = pick
         for name in reversed(names):  # the last parameter varies fastest, as itertools.product
             values = space[name]
             index, at = divmod(index, len(values))

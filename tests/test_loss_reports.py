@@ -19,11 +19,13 @@ from ctxsim.policies.spec import resolve
 from ctxsim.reports._compare_table import compare_table
 from ctxsim.run import RunResult
 
-SPECS = ["none", "clear:trigger=0,keep=1", "mask:keep=1", "compact:trigger=400,compact_above=0,keep_recent=2,clear_at_least=0"]
+SPECS = ["none", "clear:trigger=0,keep=1", "mask:keep=1",
+         "compact:trigger=400,compact_above=0,keep_recent=2,clear_at_least=0"]
 
 
 def result_of(margin: int = 5, max_misses: int | None = None) -> RunResult:
-    options = Options(tokenizer="chars4", loss=True, loss_settings=(("max_misses", max_misses), ("miss_margin", margin)))
+    options = Options(tokenizer="chars4", loss=True,
+                      loss_settings=(("max_misses", max_misses), ("miss_margin", margin)))
     return replay_choices(known_trace(), "known.jsonl", resolve(SPECS), options)
 
 

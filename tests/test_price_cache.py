@@ -94,8 +94,9 @@ BILLS = [Bill(300_000, 120_000, 30_000, 5_000, 2_000), Bill(1_200, 0, 1_024, 0, 
 T = datetime(2026, 1, 13, 16, 56, tzinfo=UTC).timestamp()
 
 
-@pytest.mark.parametrize("provider,model", [("anthropic", "claude-sonnet-4-5-20250929"), ("anthropic", "claude-haiku-4-5"),
-                                            ("openai", "gpt-5"), ("google", "gemini-2.5-pro"), ("deepseek", "deepseek-chat")])
+@pytest.mark.parametrize(("provider", "model"), [
+    ("anthropic", "claude-sonnet-4-5-20250929"), ("anthropic", "claude-haiku-4-5"),
+    ("openai", "gpt-5"), ("google", "gemini-2.5-pro"), ("deepseek", "deepseek-chat")])
 def test_a_cached_pricer_prices_as_one_on_genai_prices_own_model(cache_folder: Path, provider: str, model: str):
     Pricer(provider, model)  # looked up in genai-prices, kept in the file
     assert list(cache_folder.iterdir())

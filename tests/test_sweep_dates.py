@@ -115,7 +115,7 @@ def test_a_range_is_part_of_a_cell_so_a_resume_does_not_reuse_other_ranges(corpu
     assert json.loads((out / "manifest.json").read_text(encoding="utf-8"))["options"].get("dates") is None
 
 
-@pytest.mark.parametrize("args, message", [
+@pytest.mark.parametrize(("args", "message"), [
     (["--since", "January"], "--since must be a date YYYY-MM-DD or YYYYMMDD, got 'January'"),
     (["--since", "2026-02-01", "--until", "2026-01-01"], "--since 2026-02-01 is after --until 2026-01-01"),
     (["--since", "2026-01-01", "--timezone", "Mars/Olympus"], "--timezone: unknown time zone 'Mars/Olympus'"),

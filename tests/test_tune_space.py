@@ -132,7 +132,7 @@ def run_cli(*args: str):
     return result.exit_code, result.output
 
 
-@pytest.mark.parametrize("args, message", [
+@pytest.mark.parametrize(("args", "message"), [
     (["--family", "nosuch"], "no parameter space for 'nosuch'"),
     (["--family", "clear", "--trials", "0"], "--trials must be at least 1"),
     (["--family", "clear", "--budget", "lots"], "--budget: 'lots' is neither tokens"),

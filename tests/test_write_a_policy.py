@@ -100,7 +100,7 @@ def test_the_page_registers_dedupe_with_its_parameter(dedupe: ModuleType):
     shown = CliRunner().invoke(app, ["policies", "show", "dedupe"])
     assert shown.exit_code == 0 and "min_tokens (int, default 100)" in shown.output
     assert resolve(["dedupe:min_tokens=500"])[0].policy.params.min_tokens == 500
-    with pytest.raises(Exception, match="min_tokens.* must not be negative"):
+    with pytest.raises(Exception, match=r"min_tokens.* must not be negative"):
         resolve(["dedupe:min_tokens=-1"])
 
 

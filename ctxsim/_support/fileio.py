@@ -218,7 +218,7 @@ class GuardedInput(io.RawIOBase):
         super().close()
 
 
-def read_lines(stream: BinaryIO, limit: int, update: Any = None) -> Iterator[bytes | None]:
+def read_lines(stream: IO[bytes], limit: int, update: Any = None) -> Iterator[bytes | None]:
     """The lines of a binary stream; None for a line longer than `limit` bytes (its end not counted).
 
     An over-long line is never held whole: it is read on in pieces of at most `limit` bytes and
@@ -247,7 +247,7 @@ class HashingReader:
 
     A line over `max_line_bytes` (default: the limits in force) is yielded as None."""
 
-    def __init__(self, stream: BinaryIO, max_line_bytes: int | None = None) -> None:
+    def __init__(self, stream: IO[bytes], max_line_bytes: int | None = None) -> None:
         self._stream = stream
         self._hash = hashlib.sha256()
         self._limit = max_line_bytes if max_line_bytes is not None else _limits.max_line_bytes

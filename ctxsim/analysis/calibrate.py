@@ -156,10 +156,8 @@ def with_provider_rules(policy: Policy, provider: str, model: str) -> tuple[Poli
         return policy, None
     stages = tuple(getattr(policy, "stages", None) or (policy,))
     if policy.name == "none" and len(stages) == 1:
-        # ignores: the engine runs a Stages as a Policy (it unrolls `stages`), but Stages declares no `decide`
-        # yet (ctxsim/policies/__init__.py, rewritten on another branch; give it one there, then drop these)
-        return Stages("none", (rule,)), rule  # type: ignore[return-value]
-    return Stages(policy.name, (rule, *stages), getattr(policy, "params", NoParams())), rule  # type: ignore[return-value]
+        return Stages("none", (rule,)), rule
+    return Stages(policy.name, (rule, *stages), getattr(policy, "params", NoParams())), rule
 
 
 # ---------------------------------------------------------------- priors

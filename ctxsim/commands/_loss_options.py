@@ -11,7 +11,8 @@ LossOpt = Annotated[bool, typer.Option(
     "--loss/--no-loss", help="Meter recall misses (identifiers a later answer uses that the policy removed) and "
                              "their re-fetch cost.")]
 ProbeOpt = Annotated[list[str] | None, typer.Option(
-    "--probe", help="A fact that must survive (text, or re:PATTERN); repeatable. Checked at --probe-at and at the end.")]
+    "--probe",
+    help="A fact that must survive (text, or re:PATTERN); repeatable. Checked at --probe-at and at the end.")]
 ProbesOpt = Annotated[list[str] | None, typer.Option(
     "--probes", help="A TOML file of [[probe]] tables (text = \"...\" or pattern = \"...\", optional name).")]
 ProbeAtOpt = Annotated[str | None, typer.Option(

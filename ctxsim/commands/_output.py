@@ -128,7 +128,7 @@ def parquet_ready(out: Output) -> None:
         raise CtxsimError(f"-o {out.text}: writing Parquet needs pyarrow: pip install 'ctxsim[parquet]'")
 
 
-def check(out: Output, inputs: Sequence[str | os.PathLike[str]], force: bool,
+def check(out: Output, inputs: Sequence[str | Path], force: bool,
           ours: Callable[[str], bool] | None = None) -> None:
     """The output-safety checks for what was decided (a file or a folder), and the Parquet dependency."""
     from ctxsim._support.fileio import check_folder, check_output
@@ -143,7 +143,7 @@ def check(out: Output, inputs: Sequence[str | os.PathLike[str]], force: bool,
         check_output(out.text, list(inputs), force)
 
 
-def check_run(out: Output, inputs: Sequence[str | os.PathLike[str]], force: bool) -> None:
+def check_run(out: Output, inputs: Sequence[str | Path], force: bool) -> None:
     """`check` for replay and compare: a bundle folder may hold what a bundle writes."""
     from ctxsim.reports import bundle_entry
 

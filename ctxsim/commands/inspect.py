@@ -162,12 +162,12 @@ def print_tables(tables, notes, title: str, fit: bool = False) -> None:  # type:
         fitted, cut = [], []
         for table in tables:
             if isinstance(table, FitTable):  # the tables that opted in (not the label-value totals)
-                table, left_out = fit_columns(table, width, *((3, 1) if terminal else (2, -2)))
+                shown, left_out = fit_columns(table, width, *((3, 1) if terminal else (2, -2)))
             else:
-                left_out = []
-            fitted.append(table)
+                shown, left_out = table, []
+            fitted.append(shown)
             if left_out:
-                cut.append(f"{table.title.split(' (')[0]}: {', '.join(left_out)}")
+                cut.append(f"{shown.title.split(' (')[0]}: {', '.join(left_out)}")
         tables = fitted
         if cut:
             notes = [*notes, f"left out to fit {width} columns (--wide or --json shows them): {'; '.join(cut)}"]

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ctxsim.cli import app, default_trace, fail, guarded
+from ctxsim.commands._loss_options import IncludeContentOpt, ProbeAtOpt, ProbeOpt, ProbesOpt, with_loss
 from ctxsim.commands._options import (
     CacheOpt,
     CacheTtlOpt,
@@ -38,7 +39,6 @@ from ctxsim.commands._output import RUN_KINDS, option_help
 ReplayOutputOpt = Annotated[str | None, typer.Option("-o", "--output", help=option_help(
     RUN_KINDS, "A path with no suffix is a bundle folder (an existing file, FIFO or device: the run artefact); "
                "any other suffix is refused."))]
-from ctxsim.commands._loss_options import IncludeContentOpt, ProbeAtOpt, ProbeOpt, ProbesOpt, with_loss
 
 
 @app.command()

@@ -60,7 +60,8 @@ def report(
     if table not in TABLES:
         fail(f"unknown table {table!r}; known: {', '.join(TABLES)}")
     folder = output_text is not None and output_text.endswith(("/", os.sep))  # DIR/: a folder, whatever its name
-    guessed = _guess(output, output_text) if output is not None and not folder and not output.is_dir() else None
+    guessed = _guess(output, output_text) if output is not None and output_text is not None and not folder \
+        and not output.is_dir() else None
     if fmt is None:
         fmt = guessed or ("bundle" if output is not None else "table")
     if guessed is not None and guessed != fmt:
@@ -87,7 +88,6 @@ def report(
     elif fmt == "json":
         if output is None:
             fail("json: give the file to write with -o (the run artefact itself is the JSON)")
-            return
         result.save(output, force)
         written = [output]
     elif fmt in ("png", "svg"):
@@ -132,7 +132,6 @@ def _guess(output: Path, text: str) -> str | None:
         if output.suffix.lower() in suffixes:
             return fmt
     fail(f"-o {text}: cannot write {output.suffix!r} files; report -o writes {writes(REPORT_KINDS)} (or pass -f)")
-    return None
 
 
 def _write(path: Path, content: str | bytes, force: bool) -> Path:

@@ -47,8 +47,8 @@ A budget is tokens (50000, 50k) or a fraction of each trace's window (60%, 0.6).
 stage by stage (in pipelines and presets too, replacing what the spec wrote there):
 clear: trigger (input_tokens triggers); compact: trigger and compact_above (compact_at and
 headroom_tokens cleared); server_compact: trigger; scored: budget; tiered: max_context_tokens;
-zones: window; oracle (the bound): budget. Policies with none of these (none, truncate, mask, recent, hierarchical, amortized,
-notes, clear_thinking) run once, budget `-`. The replay window itself is not changed: "over window"
+zones: window; oracle (the bound): budget. Policies with none of these (none, truncate, mask, recent, hierarchical,
+amortized, notes, clear_thinking) run once, budget `-`. The replay window itself is not changed: "over window"
 counts sessions whose context passed the real window minus --reserve.
 
 Every cell is loss-metered (--no-loss: not): recall misses (identifiers a recorded answer uses that
@@ -228,7 +228,7 @@ def session_table(report: Any) -> Any:
                     f"request {d['first_overflow_request']}" if d["first_overflow_request"] else "never"]
                    + [_loss_cell(c, d[c]) for c in SESSION_LOSS if c in d])
     return TableData("per session", ["trace", "session", "policy", "budget", "requests", "cost", "saving",
-                                     "recorded", "peak context", "first overflow"] + _session_loss_headers(headers),
+                                     "recorded", "peak context", "first overflow", *_session_loss_headers(headers)],
                      out, left=4)
 
 
@@ -251,8 +251,8 @@ def json_data(report: Any, per_session: bool) -> dict[str, Any]:
 def notes(report: Any) -> list[str]:
     priced, total, cost, replayed = report.recorded()
     if priced:
-        out = [f"recorded bill of the {priced:,} of {total:,} session(s) whose logged usage is all priced: "
-               f"{_money(str(cost))}; none's replay of the same sessions: {_money(str(replayed))}"]
+        out = [(f"recorded bill of the {priced:,} of {total:,} session(s) whose logged usage is all priced: "
+                f"{_money(str(cost))}; none's replay of the same sessions: {_money(str(replayed))}")]
     else:
         out = [f"none of the {total:,} session(s) recorded priced usage: no recorded bill to show"]
     out += list(report.notes()) + report.date_notes() + [
@@ -260,8 +260,8 @@ def notes(report: Any) -> list[str]:
     if any(h.startswith("loss_") for h in report.policy_rows()[0]):
         from ctxsim.loss.refetch import ASSUMPTION
 
-        out += ["recall misses: identifiers a recorded answer uses that an earlier user or tool message held and the "
-                "policy's context no longer holds (ctxsim/loss/identifiers.py)", ASSUMPTION]
+        out += [("recall misses: identifiers a recorded answer uses that an earlier user or tool message held and the "
+                 "policy's context no longer holds (ctxsim/loss/identifiers.py)"), ASSUMPTION]
     return out
 
 
@@ -321,7 +321,8 @@ def _start(traces: Sequence[str], out: Any, force: bool) -> Path | None:
     if out is None:
         return None
     if out.is_bundle:
-        return out.path
+        folder: Path = out.path
+        return folder
     from ctxsim.commands._output import check
 
     check(out, list(traces), force)

@@ -18,7 +18,8 @@ from ctxsim.commands.inspect import FormatOpt, SkipOpt, TokenizerOpt, print_tabl
 def validate_command(
     traces: OptionalTracesArg = None,
     calibrate: Annotated[bool, typer.Option("--calibrate/--no-calibrate", help="Fit the hidden prefix, the token "
-                                            "scale and the per-message overhead first (default), or replay raw.")] = True,
+                                            "scale and the per-message overhead first (default), or replay raw.")
+                         ] = True,
     priors_only: Annotated[bool, typer.Option("--priors-only", help="Calibrate from the shipped priors only: no "
                                               "fit, each session part anchored on its first request.")] = False,
     worst: Annotated[int, typer.Option(help="How many of the worst requests to list.")] = 10,

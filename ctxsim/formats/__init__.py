@@ -104,14 +104,13 @@ from ctxsim.formats._source import Source  # noqa: E402
 from ctxsim.formats._usage import any_usage, split_model, usage_anthropic, usage_native, usage_openai  # noqa: E402
 from ctxsim.model import ToolCall, format_ts, parse_ts  # noqa: E402
 
+# one sorted list (RUF022): the registry and reading (detect, formats, register, read_trace(s), scan_directory,
+# FileReport, FormatInfo) and the reader toolkit for readers outside this package (the rest)
 __all__ = [
-    "BOM", "SNIFF_BYTES", "FormatInfo", "detect", "formats", "register",
-    # reading
-    "FileReport", "read_trace", "read_traces", "scan_directory",
-    # the reader toolkit (for readers outside this package)
-    "Conversation", "IMAGE_FALLBACK_TOKENS", "Node", "SessionBuilder", "Source", "ToolCall", "TraceError",
-    "any_usage", "anthropic_image_tokens", "arguments_of", "format_ts", "frozen", "head_text", "image_size",
-    "image_tokens", "kind_of", "locate", "openai_image_tokens", "openai_tool_calls", "parse_ts",
-    "sniff_json_head", "sniff_json_object_text", "sniff_jsonl_records", "split_model", "text_of",
+    "BOM", "IMAGE_FALLBACK_TOKENS", "SNIFF_BYTES", "Conversation", "FileReport", "FormatInfo", "Node",
+    "SessionBuilder", "Source", "ToolCall", "TraceError", "anthropic_image_tokens", "any_usage", "arguments_of",
+    "detect", "format_ts", "formats", "frozen", "head_text", "image_size", "image_tokens", "kind_of", "locate",
+    "openai_image_tokens", "openai_tool_calls", "parse_ts", "read_trace", "read_traces", "register",
+    "scan_directory", "sniff_json_head", "sniff_json_object_text", "sniff_jsonl_records", "split_model", "text_of",
     "usage_anthropic", "usage_native", "usage_openai",
 ]

@@ -119,7 +119,7 @@ class Node:
         value = self.value.get(key) if isinstance(self.value, dict) else (
             self.value[key] if isinstance(self.value, list) and isinstance(key, int) and key < len(self.value)
             else None)
-        return Node(value, self.source, self.line, self.path + (key,))
+        return Node(value, self.source, self.line, (*self.path, key))
 
     def get(self, key: str, default: Any = None) -> Any:
         if isinstance(self.value, dict):
@@ -141,7 +141,8 @@ class Node:
         return value
 
     def string(self, key: str, required: bool = False) -> str | None:
-        return self._typed(key, (str,), "a string", required)
+        value: str | None = self._typed(key, (str,), "a string", required)
+        return value
 
     def boolean(self, key: str) -> bool:
         return bool(self._typed(key, (bool,), "true or false", False))
@@ -151,7 +152,7 @@ class Node:
         return None if value is None else float(value)
 
     def count(self, key: str, required: bool = False) -> int | None:
-        value = self._typed(key, (int, float), "a non-negative integer", required)
+        value: int | float | None = self._typed(key, (int, float), "a non-negative integer", required)
         if value is None:
             return None
         if isinstance(value, float):
@@ -166,19 +167,19 @@ class Node:
 
     def obj(self, key: str, required: bool = False) -> Node | None:
         value = self._typed(key, (dict,), "an object", required)
-        return None if value is None else Node(value, self.source, self.line, self.path + (key,))
+        return None if value is None else Node(value, self.source, self.line, (*self.path, key))
 
     def array(self, key: str, required: bool = False) -> list[Node]:
         value = self._typed(key, (list,), "an array", required)
         if value is None:
             return []
-        return [Node(v, self.source, self.line, self.path + (key, i)) for i, v in enumerate(value)]
+        return [Node(v, self.source, self.line, (*self.path, key, i)) for i, v in enumerate(value)]
 
     def items(self) -> list[Node]:
         """The elements of this array (an error if it is not one)."""
         if not isinstance(self.value, list):
             raise self.fail(f"must be an array, got {kind_of(self.value)}")
-        return [Node(v, self.source, self.line, self.path + (i,)) for i, v in enumerate(self.value)]
+        return [Node(v, self.source, self.line, (*self.path, i)) for i, v in enumerate(self.value)]
 
     def tools(self, key: str = "tools") -> list[dict[str, Any]] | None:
         """Tool definitions: an array of objects (or absent)."""

@@ -30,8 +30,8 @@ class SessionBuilder:
     session still converts to valid native JSONL; a tool-call id used twice gets a suffix.
     """
 
-    def __init__(self, id: str, **header: Any) -> None:
-        self.id = id
+    def __init__(self, session_id: str, /, **header: Any) -> None:
+        self.id = session_id
         self.header = header
         self.extra: dict[str, Any] = {}
         self.messages: list[Message] = []
@@ -69,7 +69,8 @@ class SessionBuilder:
                 message = replace(message, role="user", tool_call_id=None, is_error=False, extra=frozen(extra))
         if message.tool_calls:
             calls = []
-            for call in message.tool_calls:
+            for original in message.tool_calls:
+                call = original
                 new_id = self.call_id(call.id)
                 if new_id != call.id:
                     self._renamed[call.id] = new_id

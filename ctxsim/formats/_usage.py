@@ -52,15 +52,16 @@ def usage_native(node: Node) -> Usage:
     cached = counts["cache_read_tokens"] + counts["cache_write_tokens"] + counts["cache_write_1h_tokens"]
     if cached > counts["input_tokens"]:
         raise node.fail(f"cache read + writes ({cached:,}) exceed input_tokens ({counts['input_tokens']:,})")
-    return Usage(**counts)
+    return Usage(counts["input_tokens"], counts["cache_read_tokens"], counts["cache_write_tokens"],
+                 counts["cache_write_1h_tokens"], counts["output_tokens"])
 
 
 def any_usage(node: Node) -> Usage:
     """Usage in whichever convention its field names show."""
     v = node.value if isinstance(node.value, dict) else {}
-    if "cache_read_tokens" in v or "cache_write_tokens" in v or "cache_write_1h_tokens" in v:
-        if "prompt_tokens" not in v:
-            return usage_native(node)
+    if ("cache_read_tokens" in v or "cache_write_tokens" in v or "cache_write_1h_tokens" in v) \
+            and "prompt_tokens" not in v:
+        return usage_native(node)
     if "prompt_tokens" in v or "completion_tokens" in v or "prompt_tokens_details" in v or \
             "input_tokens_details" in v or "cached_input_tokens" in v:
         return usage_openai(node)

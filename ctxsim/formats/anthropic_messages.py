@@ -150,7 +150,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
 def sniff(head: bytes) -> str | None:
     shape, first = sniff_json_head(head)
     if shape == "none":
-        return first
+        return str(first)  # the reason
     text = head_text(head)
     openai = ('"tool_calls"', '"tool_call_id"', '"choices"', '"prompt_tokens"', '"role": "tool"', '"role":"tool"')
     anthropic = ('"tool_use"', '"tool_result"', '"stop_reason"', '"input_schema"', '"cache_creation_input_tokens"',

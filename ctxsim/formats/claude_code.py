@@ -507,9 +507,9 @@ def sniff(head: bytes) -> str | None:
         return refusal
     for record in records:
         kind = record.get("type")
-        if (kind in ("user", "assistant", "system") and "message" in record) or kind == "system":
-            if "sessionId" in record or "uuid" in record or "parentUuid" in record:
-                return None
+        if ((kind in ("user", "assistant", "system") and "message" in record) or kind == "system") \
+                and ("sessionId" in record or "uuid" in record or "parentUuid" in record):
+            return None
         if kind in ("queue-operation", "file-history-snapshot") and ("sessionId" in record or "snapshot" in record):
             return None
         if kind == "summary" and "leafUuid" in record:

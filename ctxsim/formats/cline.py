@@ -66,10 +66,11 @@ ABOUT = {
 
 # Where `ctxsim inspect` with no path looks (ctxsim.discover): VS Code's globalStorage on Linux and macOS
 # (Cline, Roo Code), and the Cline CLI's folder.
-DISCOVERY = {"folders": tuple(f"{base}/{ext}/tasks" for base in ("~/.config/Code/User/globalStorage",
-                                                                 "~/Library/Application Support/Code/User/globalStorage")
-                              for ext in ("saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline"))
-             + ("~/.cline/data/tasks",), "files": "*/ui_messages.json"}
+_GLOBAL_STORAGE = ("~/.config/Code/User/globalStorage", "~/Library/Application Support/Code/User/globalStorage")
+DISCOVERY = {"folders": (*(f"{base}/{ext}/tasks" for base in _GLOBAL_STORAGE
+                           for ext in ("saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline")),
+                         "~/.cline/data/tasks"),
+             "files": "*/ui_messages.json"}
 
 
 def _decimal(value: Any) -> Decimal | None:
@@ -350,7 +351,7 @@ def _model(items: list[tuple[int, Node]], metadata: Node | None, ui_model: dict[
 def sniff(head: bytes) -> str | None:
     shape, first = sniff_json_head(head)
     if shape == "none":
-        return first
+        return str(first)  # the reason
     text = head_text(head)
     if not text.lstrip().startswith("["):
         return "not Cline's ui_messages.json (a JSON array)"

@@ -36,7 +36,7 @@ from ctxsim.formats._node import Node
 from ctxsim.formats._session import SessionBuilder, arguments_of, frozen
 from ctxsim.formats._sniff import sniff_jsonl_records
 from ctxsim.formats._source import Source
-from ctxsim.model import Message, Session, ToolCall, Usage
+from ctxsim.model import Message, Role, Session, ToolCall, Usage
 
 NAME = "codex"
 LINE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
@@ -174,7 +174,7 @@ class _Reader:
                 if phase:
                     response.phases.append(phase)
                 return
-            canonical = "system" if role in ("developer", "system") else "user"
+            canonical: Role = "system" if role in ("developer", "system") else "user"
             extra = {"injected": True} if text.lstrip().startswith(INJECTED_PREFIXES) else {}
             message = Message(canonical, text, ts=ts, extra_tokens=extra_tokens, extra=frozen(extra), line=node.line)
             if canonical == "user" and not extra:
@@ -323,7 +323,7 @@ class _Reader:
                 if kind == "message":
                     text, more = text_of(item.child("content"), _images)
                     role = item.get("role")
-                    canonical = "system" if role in ("developer", "system") else (
+                    canonical: Role = "system" if role in ("developer", "system") else (
                         "user" if role == "user" else "summary")
                     if summary and text.strip() == summary.strip():
                         canonical = "summary"  # the summary, as Codex puts it back in the history

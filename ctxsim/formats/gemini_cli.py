@@ -87,8 +87,8 @@ def _response_text(response: dict[str, Any]) -> str:
     body = response.get("response")
     if isinstance(body, dict):
         for key in ("output", "error"):
-            if isinstance(body.get(key), str):
-                return body[key]
+            if isinstance(text := body.get(key), str):
+                return text
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
     return body if isinstance(body, str) else ""
 
@@ -163,7 +163,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             raise doc.fail("expected a Gemini CLI chat {sessionId, messages}")
         header = {k: doc.get(k) for k in ("sessionId", "projectHash", "startTime") if doc.get(k) is not None}
         header["startTime"] = doc.ts("startTime")
-        records = [m for m in doc.array("messages", required=True)]
+        records = list(doc.array("messages", required=True))
     else:
         for node in nodes:
             if "$rewindTo" in node:
@@ -211,7 +211,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
 def sniff(head: bytes) -> str | None:
     shape, first = sniff_json_head(head)
     if shape == "none":
-        return first
+        return str(first)  # the reason
     if shape in ("jsonl", "single") and isinstance(first, dict) and "projectHash" in first and "sessionId" in first:
         return None
     text = head_text(head)[:4000]

@@ -125,13 +125,13 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
         stats = info.obj("model_stats")
         if stats is not None:
             cost = _cost(stats.get("instance_cost"))
-            calls = stats.count("api_calls")
+            api_calls = stats.count("api_calls")
             builder.extra["recorded_totals"] = {k: v for k, v in {
-                "requests": calls, "cost_usd": cost}.items() if v is not None}
+                "requests": api_calls, "cost_usd": cost}.items() if v is not None}
             answered = sum(1 for m in builder.messages if m.role == "assistant")
-            if calls is not None and calls > answered:
-                source.note(f"api_calls counts {calls}, the log holds {answered} responses: "
-                            f"{calls - answered} call(s) left no response (failed calls)")
+            if api_calls is not None and api_calls > answered:
+                source.note(f"api_calls counts {api_calls}, the log holds {answered} responses: "
+                            f"{api_calls - answered} call(s) left no response (failed calls)")
         if info.string("exit_status"):
             builder.extra["exit_status"] = info.string("exit_status")
     if skipped:

@@ -234,7 +234,8 @@ def _message(check: _Checker, record: dict[str, Any], session: _SessionBuilder) 
         del session.open_calls[call_id]
         session.answered[call_id] = check.line
     renamed = []
-    for call in calls:
+    for given in calls:
+        call = given
         if call.id in session.open_calls:
             raise check.fail(f"tool call id {call.id!r} used twice in one session, the first call still "
                              f"unanswered (line {session.open_calls[call.id]})")
@@ -467,9 +468,9 @@ def sniff(head: bytes) -> str | None:
             record = json.loads(raw)
         except ValueError:
             return "first line is not a JSON object"
-        if isinstance(record, dict) and record.get("type") in ("session", "message", "event"):
-            if record.get("type") != "message" or record.get("role") in ROLES:
-                return None
+        if isinstance(record, dict) and record.get("type") in ("session", "message", "event") \
+                and (record.get("type") != "message" or record.get("role") in ROLES):
+            return None
         return "first record has no native 'type' (session, message or event)"
     return "no records in the first bytes"
 

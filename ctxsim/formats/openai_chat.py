@@ -173,7 +173,7 @@ def sniff(head: bytes) -> str | None:
     shape, first = sniff_json_head(head)
     text = head_text(head)
     if shape == "none":
-        return first
+        return str(first)  # the reason
     if shape == "jsonl":
         if isinstance(first, dict) and isinstance(first.get("request"), dict) and \
                 "messages" in first["request"] and ("response" not in first or "choices" in (first["response"] or {})):

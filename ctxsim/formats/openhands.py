@@ -186,9 +186,10 @@ class _Reader:
             for m in self.builder.messages:
                 rid = m.extra.get("response_id")
                 if m.role == "assistant" and m.usage is None and rid in self.metric_usage:
-                    m = Message(m.role, m.content, ts=m.ts, thinking=m.thinking, tool_calls=m.tool_calls,
-                                usage=self.metric_usage[rid], model=m.model, extra=m.extra, line=m.line)
-                messages.append(m)
+                    messages.append(Message(m.role, m.content, ts=m.ts, thinking=m.thinking, tool_calls=m.tool_calls,
+                                            usage=self.metric_usage[rid], model=m.model, extra=m.extra, line=m.line))
+                else:
+                    messages.append(m)
             self.builder.messages = messages
         return self.builder.build()
 
@@ -234,7 +235,7 @@ def sniff(head: bytes) -> str | None:
     shape, first = sniff_json_head(head)
     text = head_text(head)
     if shape == "none":
-        return first
+        return str(first)  # the reason
     if shape == "jsonl":
         if isinstance(first, dict) and isinstance(first.get("history"), list) and "instance_id" in first:
             return None

@@ -138,7 +138,7 @@ def _id(value: Any) -> str | None:
 
 
 def _spans_otlp(doc: Node, line: int | None) -> list[_Span]:
-    out = []
+    out: list[_Span] = []
     for resource in doc.array("resourceSpans"):
         for scope in resource.array("scopeSpans") or resource.array("instrumentationLibrarySpans"):
             for span in scope.array("spans"):
@@ -155,15 +155,15 @@ def _spans_otlp(doc: Node, line: int | None) -> list[_Span]:
 
 
 def _spans_anyagent(doc: Node) -> list[_Span]:
-    out = []
+    out: list[_Span] = []
     for span in doc.array("spans", required=True):
         if not span.is_obj():
             raise span.fail("must be a span (an object)")
         v = span.value
-        context = v.get("context") if isinstance(v.get("context"), dict) else {}
-        parent = v.get("parent") if isinstance(v.get("parent"), dict) else {}
-        attrs = v.get("attributes") if isinstance(v.get("attributes"), dict) else {}
-        events = [(str(e.get("name") or ""), e.get("attributes") if isinstance(e.get("attributes"), dict) else {})
+        context = c if isinstance(c := v.get("context"), dict) else {}
+        parent = p if isinstance(p := v.get("parent"), dict) else {}
+        attrs = a if isinstance(a := v.get("attributes"), dict) else {}
+        events = [(str(e.get("name") or ""), ea if isinstance(ea := e.get("attributes"), dict) else {})
                   for e in _list(v.get("events")) if isinstance(e, dict)]
         out.append(_Span(_id(context.get("trace_id")) or "trace", _id(context.get("span_id")) or str(len(out)),
                          _id(parent.get("span_id")), str(v.get("name") or ""), _ns(v.get("start_time")),
@@ -250,7 +250,7 @@ class _Reader:
                 thinking, calls = [], []
                 for k, call in enumerate(_list(m.get("tool_calls"))):
                     if isinstance(call, dict):
-                        fn = call.get("function") if isinstance(call.get("function"), dict) else call
+                        fn = f if isinstance(f := call.get("function"), dict) else call
                         calls.append(ToolCall(str(call.get("id") or self.call_id(span, n * 100 + k)),
                                               str(fn.get("name") or ""), arguments_of(fn.get("arguments"))))
                 if role == "tool":
@@ -322,7 +322,7 @@ class _Reader:
             else:
                 choices = [attrs for name, attrs in span.events if name == "gen_ai.choice"]
                 if choices:
-                    out = self.messages([dict(c.get("message") if isinstance(c.get("message"), dict) else c,
+                    out = self.messages([dict(cm if isinstance(cm := c.get("message"), dict) else c,
                                               role="assistant") for c in choices], span, ts)
         replies = [m for m in out if m.role == "assistant"]
         text = "\n".join(m.content for m in replies if m.content)
@@ -468,7 +468,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                         request = request[1:]
                     conv.exchange(request, response, system=system if system is not None else conv.system)
                 pending = []
-            for n, session in enumerate(conv.sessions()):
+            for session in conv.sessions():
                 extra = dict(session.extra)
                 extra["trace_id"] = trace_id
                 if key is not None and key != root_key:
@@ -545,13 +545,14 @@ def _with_extra(session: Session, extra: dict[str, Any]) -> Session:
 def sniff(head: bytes) -> str | None:
     shape, first = sniff_json_head(head)
     if shape == "none":
-        return first
+        return str(first)  # the reason
     text = head_text(head)
     if '"resourceSpans"' in text[:2000] and ('"gen_ai.' in text or '"scopeSpans"' in text):
         return None
     if text.lstrip().startswith("{") and '"spans"' in text[:200] and '"gen_ai.' in text:
         return None
-    return "no OpenTelemetry spans (resourceSpans, or an AgentTrace's spans with gen_ai.* attributes) in the first bytes"
+    return ("no OpenTelemetry spans (resourceSpans, or an AgentTrace's spans with gen_ai.* attributes) "
+            "in the first bytes")
 
 
 register(FormatInfo(name=NAME, description="OpenTelemetry GenAI spans (OTLP JSON export, any-agent AgentTrace)",

@@ -52,7 +52,7 @@ def _model(doc: Node, path: str) -> str | None:
         except (json.JSONDecodeError, RecursionError):
             config = None
     if isinstance(config, dict):
-        agent = config.get("agent") if isinstance(config.get("agent"), dict) else {}
+        agent = a if isinstance(a := config.get("agent"), dict) else {}
         model = agent.get("model") if isinstance(agent.get("model"), dict) else config.get("model")
         if isinstance(model, dict):
             name = model.get("name") or model.get("model_name")

@@ -32,9 +32,21 @@ from collections.abc import Iterator
 from itertools import chain
 from typing import Any
 
-FILE_EXTENSIONS = ["py", "pyi", "ipynb", "js", "jsx", "ts", "tsx", "mjs", "cjs", "json", "jsonl", "toml", "yaml", "yml", "md", "rst", "txt", "cfg", "ini", "conf", "sh", "bash", "zsh", "c", "h", "cc", "cpp", "hpp", "cxx", "go", "rs", "java", "kt", "kts", "rb", "php", "cs", "swift", "scala", "sql", "html", "htm", "css", "scss", "vue", "svelte", "lock", "xml", "csv", "tsv", "log", "env", "proto", "gradle", "mk", "cmake", "dockerfile", "tf", "lua", "pl", "r", "jl", "ex", "exs", "erl", "hs", "ml", "dart", "zig", "nim", "sol"]
+FILE_EXTENSIONS = [
+    "py", "pyi", "ipynb", "js", "jsx", "ts", "tsx", "mjs", "cjs", "json", "jsonl", "toml", "yaml", "yml", "md", "rst",
+    "txt", "cfg", "ini", "conf", "sh", "bash", "zsh", "c", "h", "cc", "cpp", "hpp", "cxx", "go", "rs", "java", "kt",
+    "kts", "rb", "php", "cs", "swift", "scala", "sql", "html", "htm", "css", "scss", "vue", "svelte", "lock", "xml",
+    "csv", "tsv", "log", "env", "proto", "gradle", "mk", "cmake", "dockerfile", "tf", "lua", "pl", "r", "jl", "ex",
+    "exs", "erl", "hs", "ml", "dart", "zig", "nim", "sol",
+]
 
-STOPLIST = frozenset(["self", "cls", "None", "True", "False", "none", "true", "false", "null", "nil", "undefined", "NaN", "this", "super", "args", "kwargs", "e.g", "i.e", "etc", "vs", "a.m", "p.m", "__init__", "__main__", "__name__", "__file__", "__dict__", "__class__", "__repr__", "__str__", "print(", "len(", "str(", "int(", "dict(", "list(", "set(", "range(", "type(", "isinstance(", "open(", "main(", "test(", "run(", "get(", "set(", "http://", "https://", "localhost", "http://localhost", "https://localhost", "www", "utf-8", "utf8", "UTF-8", "ascii"])
+STOPLIST = frozenset([
+    "self", "cls", "None", "True", "False", "none", "true", "false", "null", "nil", "undefined", "NaN", "this", "super",
+    "args", "kwargs", "e.g", "i.e", "etc", "vs", "a.m", "p.m", "__init__", "__main__", "__name__", "__file__",
+    "__dict__", "__class__", "__repr__", "__str__", "print(", "len(", "str(", "int(", "dict(", "list(", "set(",
+    "range(", "type(", "isinstance(", "open(", "main(", "test(", "run(", "get(", "set(", "http://", "https://",
+    "localhost", "http://localhost", "https://localhost", "www", "utf-8", "utf8", "UTF-8", "ascii",
+])
 
 _URL = re.compile(r"https?://[^\s\"'<>`()\[\]{}]+")
 _ERROR = re.compile(r"^[ \t]*((?:[\w.]*(?:Error|Exception|Warning|Failure)|error|ERROR|FAILED|FAIL|panic|fatal)"

@@ -8,8 +8,8 @@ of a request decided and before the recorded assistant `message` is appended. Fr
 - `live[x]`: how many live items hold identifier x, as the recorded messages appended so far hold
   it (`SessionIndex.uses`: worked out once per trace, shared by every run) plus what this run's
   edits changed (`delta`: removed items counted down, items put in counted up). A stub, a
-  truncation or a summary that still holds it counts: a policy's copy of a recorded message (a stub, a truncation) holds those of
-  the original's identifiers it still contains as text; a text a policy wrote from several (a
+  truncation or a summary that still holds it counts: a policy's copy of a recorded message (a stub, a truncation)
+  holds those of the original's identifiers it still contains as text; a text a policy wrote from several (a
   summary, a marker) is extracted when it appears (line by line when long, each line once);
 - `source[x]`: the latest user or tool message (its session index) whose recorded text held x
   (in the index too);
@@ -204,7 +204,7 @@ class LossMeter:
             ids = self._ids(item)
             self.written[id(item)] = (item, ids)
             delta = self.delta
-            dict.update(delta, zip(recorded, map(sub, map(delta.get, recorded, repeat(0)), repeat(1))))
+            dict.update(delta, zip(recorded, map(sub, map(delta.get, recorded, repeat(0)), repeat(1)), strict=True))
             delta.update(ids)
             kept = set(ids)
             arrival = [self._number + 1, "", ARRIVAL]
@@ -230,7 +230,7 @@ class LossMeter:
                 ids = own
             if item.message.role == "tool":
                 self._tool_removed = True
-            dict.update(delta, zip(ids, map(sub, map(delta.get, ids, repeat(0)), repeat(1))))  # counted down in C
+            dict.update(delta, zip(ids, map(sub, map(delta.get, ids, repeat(0)), repeat(1)), strict=True))  # in C
             gone.update(zip(ids, repeat(ref)))  # the last edit that removed x is the one that took it to zero
         for item in added:
             if items is not None:
@@ -345,11 +345,12 @@ def to_json(report: LossReport, cost_usd: Any, content: bool) -> dict[str, Any]:
         "cost_with_refetch_usd": str(Decimal(cost_usd) + refetch),
         "probes": report.probes,
         "probes_lost": report.probes_lost,
-        "misses": {"columns": list(MISS_COLUMNS), "values": [list(c) for c in zip(*misses)] if misses
+        "misses": {"columns": list(MISS_COLUMNS), "values": [list(c) for c in zip(*misses, strict=True)] if misses
                    else [[] for _ in MISS_COLUMNS]},
         "refetch_list": {"columns": list(REFETCH_COLUMNS),
                          "values": [list(c) for c in zip(*[[f.request, f.session, f.source, f.tool, f.tokens]
-                                                            for f in report.refetches])] if report.refetches
+                                                            for f in report.refetches], strict=True)]
+                         if report.refetches
                          else [[] for _ in REFETCH_COLUMNS]},
     }
 

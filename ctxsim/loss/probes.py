@@ -111,8 +111,8 @@ def probe_set(probes: list[str] | None, files: list[str] | None, at: str | None)
     for path in files or []:
         items.extend(load_file(path))
     numbers: set[int] = set()
-    for part in (at or "").split(","):
-        part = part.strip()
+    for raw in (at or "").split(","):
+        part = raw.strip()
         if not part:
             continue
         if not part.isdigit() or int(part) < 1:

@@ -46,17 +46,20 @@ def manifest_entry(options: Any) -> dict[str, Any]:
 
 
 def is_oracle(run: Any) -> bool:
-    return run.policy.get("name") == ORACLE
+    name: str | None = run.policy.get("name")
+    return name == ORACLE
 
 
 def misses(run: Any) -> int | None:
-    return None if run.loss is None else run.loss.recall_misses
+    recall: int | None = None if run.loss is None else run.loss.recall_misses
+    return recall
 
 
 def cost_with_refetch(run: Any) -> Decimal:
     loss = run.loss
     extra = loss.refetch_cost_usd if loss is not None and loss.refetch_cost_usd is not None else Decimal(0)
-    return run.totals.cost_usd + extra
+    cost: Decimal = run.totals.cost_usd + extra
+    return cost
 
 
 def _provider(run: Any) -> Any:
@@ -79,7 +82,8 @@ def allowance(result: Any, i: int) -> int | None:
     roomy = [r for r in oracles if r.totals.peak_context_tokens >= peak]
     bound = min(roomy, key=lambda r: r.totals.peak_context_tokens) if roomy else \
         max(oracles, key=lambda r: r.totals.peak_context_tokens)
-    return bound.loss.recall_misses + margin
+    recall: int = bound.loss.recall_misses
+    return recall + margin
 
 
 def weighs_loss(result: Any) -> bool:

@@ -17,6 +17,12 @@ from ctxsim.params import as_dict, build_params, split_spec
 from ctxsim.policies.base import Context, Policy, View
 from ctxsim.registry import Registry
 
+# the registry and its helpers, and the contract's names a policy module imports from here (Context, Policy, View)
+__all__ = [
+    "Context", "NoParams", "Policy", "PolicyInfo", "Stages", "View", "effective", "make_policy", "parse_policy",
+    "policies", "register", "replay_weight",
+]
+
 
 @dataclass(frozen=True)
 class NoParams:
@@ -30,6 +36,10 @@ class Stages:
     name: str
     stages: tuple[Policy, ...]
     params: Any = NoParams()
+
+    def decide(self, view: View) -> Sequence[Any]:
+        # A Policy all the same: the engine runs `stages` itself, applying each one's edits before the next decides.
+        raise RuntimeError("stages built in code are run by the engine, one by one")
 
 
 @dataclass(frozen=True)

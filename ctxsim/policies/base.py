@@ -51,7 +51,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, Union
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ctxsim.history import Item, Rewrite, SideCall
 from ctxsim.model import Message, ToolCall
@@ -219,7 +219,7 @@ class Insert:
     tags: frozenset[str] = frozenset()
 
 
-Change = Union[Drop, Replace, Truncate, Summarize, Insert]
+Change = Drop | Replace | Truncate | Summarize | Insert
 
 DEFAULT_KIND: dict[type, str] = {Drop: "drop", Replace: "clear", Truncate: "truncate", Summarize: "compact",
                                  Insert: "insert"}

@@ -158,11 +158,12 @@ class ClearPolicy:
         self._results.extend(item for item in self._new if item.message.role == "tool")
         self._new = []
         results = []
-        for item in self._results:
-            if not item.alive:  # replaced by another stage (e.g. truncated)? follow its call to the copy
-                item = view.result_of(item.message.tool_call_id or "")  # type: ignore[assignment]
-                if item is None or not item.alive:
-                    continue
+        for held in self._results:
+            item: Item | None = held
+            if not held.alive:  # replaced by another stage (e.g. truncated)? follow its call to the copy
+                item = view.result_of(held.message.tool_call_id or "")
+            if item is None or not item.alive:
+                continue
             if item.cleared:  # a stub now: nothing left to clear (the tool_uses count takes stubs apart)
                 continue
             results.append(item)
@@ -235,7 +236,8 @@ class ClearReference:
         results = [it for it in view.items if it.message.role == "tool"]
         if p.trigger_type == "tool_uses" and len(results) <= p.trigger:  # its stubs still count as uses
             return ()
-        candidates = [it for it in results if not it.cleared and not it.pinned and it.message.name not in p.exclude_tools]
+        candidates = [it for it in results
+                      if not it.cleared and not it.pinned and it.message.name not in p.exclude_tools]
         stale = candidates[: len(candidates) - p.keep] if p.keep else candidates
         changes = [Replace(item, stub_of(p, view, item).message, tags=frozenset()) for item in stale]
         if p.clear_tool_inputs:

@@ -29,7 +29,7 @@ _alive = attrgetter("alive")
 
 def _all_alive(holders: list[Item | None]) -> bool:
     """Every one of the holders is there and alive."""
-    return None not in holders and all(map(_alive, holders))  # type: ignore[arg-type]
+    return None not in holders and all(map(_alive, holders))
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ that the set-up did not already pin (`pin_tools`) is re-inserted pinned, which i
 "pin" event that frees nothing.
 
 How other stages use it: the notes of a session are kept in `view.shared` (under "notes");
-`notes_text(view)` returns them ("" when no notes stage runs); `compact`, `server_compact` and `hierarchical` end their summaries with it,
-as seed 000's summarizers append the current notes. Put `notes` before them in the pipeline.
+`notes_text(view)` returns them ("" when no notes stage runs); `compact`, `server_compact` and `hierarchical` end
+their summaries with it, as seed 000's summarizers append the current notes. Put `notes` before them in the pipeline.
 """
 
 from __future__ import annotations

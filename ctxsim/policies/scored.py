@@ -197,7 +197,7 @@ class PlainScored:
             score = p.tier_bias[t] + p.recency_weight * recency + p.relevance_weight * relevance(query, doc)
             ranked.append((score, head, t, members))
         evicted = []
-        for score, head, t, members in sorted(ranked):
+        for _score, _head, t, members in sorted(ranked):
             if total <= budget:
                 break
             evicted.append((t, members))
@@ -285,7 +285,7 @@ class ScoredPolicy:
         elif not added and removed and id(removed[0]) in self._own:  # our own eviction (only we name those)
             self._own.difference_update(map(id, removed))
         elif len(removed) == len(added):  # replaced one for one
-            for old, new in zip(removed, added):
+            for old, new in zip(removed, added, strict=True):
                 k = self._where.pop(id(old), None)
                 if k is not None:  # appended, then replaced: given as the copy
                     self._appended[k] = new

@@ -140,9 +140,6 @@ def _anthropic_edit(edit: Mapping[str, Any], where: str) -> Policy:
         if isinstance(value, Mapping):  # {"type": "input_tokens", "value": 30000}
             if key == "trigger" and value.get("type") == "tool_uses":
                 values["trigger_type"] = "tool_uses"
-            if key == "keep" and value == "all":
-                values["keep"] = "all"
-                continue
             values[key] = value.get("value")
         else:
             values[key] = value

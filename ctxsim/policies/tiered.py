@@ -61,7 +61,8 @@ MIN_RATIO = 0.05  # compaction_target clamps the ratio to [0.05, 1.0]
 def f32(x: float) -> float:
     """Round a double to the nearest IEEE single, as a Rust `as f32` cast does."""
     try:
-        return struct.unpack("f", struct.pack("f", x))[0]
+        single: float = struct.unpack("f", struct.pack("f", x))[0]
+        return single
     except OverflowError:
         return math.copysign(math.inf, x)
 
@@ -158,7 +159,8 @@ class _Seq:
         self._starts = [0]  # position of each part
         self._tokens = [0]  # tokens before each part
         self._inner: dict[int, list[int]] = {}  # part number -> running tokens within a list part
-        for part in parts:
+        for given in parts:
+            part = given
             if isinstance(part, tuple):
                 a, b = part
                 if a >= b:
@@ -665,7 +667,7 @@ class PlainTiered(TieredPolicy):
         if cut <= head_end:
             return "summarize", level2
         spared = [e for e in level2[head_end:cut] if e.index is not None and units.protected(e.index)]
-        dropped = level2[:head_end] + [marker, *spared] + level2[cut:]
+        dropped = [*level2[:head_end], marker, *spared, *level2[cut:]]
         if _tokens(dropped) > target:
             return self._plain_keep_within(view, dropped, target, units) or ("drop", dropped)
         return "drop", dropped

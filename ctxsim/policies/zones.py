@@ -34,7 +34,7 @@ prompt that stays yellow is compressed again at every request, as in the seed.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ctxsim.model import Message
@@ -185,7 +185,7 @@ class SummarySizer:
             return ctx.size(message)
         if counter is not self._counter:
             self._counter, self._pieces, self._last = counter, {}, None
-        count = counter.count  # type: ignore[union-attr]
+        count: Callable[[str], int] = counter.count  # type: ignore[union-attr]
         if parts is None or bodies is None:
             whole = self._split(message.content)
         else:

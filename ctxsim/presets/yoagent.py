@@ -138,7 +138,5 @@ def replay_yoagent(turns: int, min_headroom_ratio: float = 0.15, trace: Trace | 
         trace = synthesize("yoagent", turns=turns)
     probe = BytesProbe()
     replayer = Replayer(trace, sizer(), Setup(cache=PRESET.cache, window=PRESET.window))
-    # ignore: the engine runs a Stages as a Policy (it unrolls `stages`), but Stages declares no `decide` yet
-    # (ctxsim/policies/__init__.py, rewritten on another branch; give it one there, then drop this)
-    run = replayer.run(policy(min_headroom_ratio, probe))  # type: ignore[arg-type]
+    run = replayer.run(policy(min_headroom_ratio, probe))
     return YoagentReplay(turns, run, probe.ledger)

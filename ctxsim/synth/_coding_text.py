@@ -159,9 +159,9 @@ FAILURES: tuple[Failure, ...] = (
     Failure("AssertionError: assert 3 == 2", "tests/test_ledger.py", "test_posting_writes_balanced_entries",
              "assert len(ledger.entries_for(invoice.id)) == 2",
              (), ("BRL", "USD"),
-             (" +  where 3 = len([LedgerEntry(account='receivables', amount_minor=1001, currency='BRL'), "
-              "LedgerEntry(account='revenue', amount_minor=-1000, currency='BRL'), "
-              "LedgerEntry(account='rounding', amount_minor=-1, currency='BRL')])",)),
+             ((" +  where 3 = len([LedgerEntry(account='receivables', amount_minor=1001, currency='BRL'), "
+               "LedgerEntry(account='revenue', amount_minor=-1000, currency='BRL'), "
+               "LedgerEntry(account='rounding', amount_minor=-1, currency='BRL')])"),)),
 )
 
 DECISIONS = (
@@ -289,8 +289,8 @@ SRC_DOCS = (
     "Parse a decimal amount from user input.", "Post the invoice to the ledger as two balanced entries.",
     "Format money for display, with the currency symbol.", "Issue a credit note that mirrors an invoice.",
 )
-SRC_NAMES = FUNCS + ("load_rates", "to_minor", "from_minor", "parse_amount", "issue_credit_note", "balance",
-                      "write_csv", "invoice_lines", "discount_for", "draw_totals", "handle_get_invoice")
+SRC_NAMES = (*FUNCS, "load_rates", "to_minor", "from_minor", "parse_amount", "issue_credit_note", "balance",
+             "write_csv", "invoice_lines", "discount_for", "draw_totals", "handle_get_invoice")
 
 _TEST_SNIPPETS: tuple[tuple[str, ...], ...] = (
     ('    invoice = make_invoice("BRL", ["3.335", "3.335", "3.335"])',),

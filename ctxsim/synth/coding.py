@@ -174,7 +174,7 @@ class _State:
         rng = self.rng
         focus = [FAILURES[i].test_file for i in self.active] + [f[0] for i in self.active for f in FAILURES[i].frames]
         path = rng.choice(focus) if focus and rng.random() < 0.3 else self.pick_path(
-            SRC_FILES if rng.random() < 0.65 else TEST_FILES + ("tests/conftest.py",))
+            SRC_FILES if rng.random() < 0.65 else (*TEST_FILES, "tests/conftest.py"))
         lines = self.file(path)
         seen = self.reads.get(path, 0)
         self.reads[path] = seen + 1
@@ -526,7 +526,7 @@ def generate(turns: int, seed: int = 0, *, tool_mix: dict[str, float], output_sc
                                 ts=stamp(_lognormal(rng, 9, 0.6, 2, 40))))
         base = state.clock
         state.last = (calls[-1].name, calls[-1].is_error)
-        for call, tc in zip(calls, tool_calls):
+        for call, tc in zip(calls, tool_calls, strict=True):
             state.clock = max(state.clock, base + call.runtime)
             messages.append(Message(role="tool", content=call.content, tool_call_id=tc.id, name=call.name,
                                     is_error=call.is_error, ts=format_ts(round(state.clock))))

@@ -23,7 +23,8 @@ ENTRY = "round once at the total"
 
 
 def test_writes_build_the_notes_and_the_summary_ends_with_them():
-    extra = {1: write(1, "notes_write", "Plan | " + ENTRY), 2: write(2, "notes_write", {"section": "Plan", "entry": "use Decimal"})}
+    extra = {1: write(1, "notes_write", "Plan | " + ENTRY),
+             2: write(2, "notes_write", {"section": "Plan", "entry": "use Decimal"})}
     trace = story(6, extra=extra)
     trigger = prompts(trace)[5]
     run, probe = play(trace, f"notes+compact:trigger={trigger},compact_above=0,keep_recent=2,clear_at_least=0")

@@ -9,6 +9,7 @@ count) than any registered policy that is at B, however its parameters are set.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import pytest
@@ -238,7 +239,7 @@ def one_session(draw: st.DrawFn) -> Trace:
         ids = [f"c{n + k}" for k in range(calls)]
         n += calls
         m.append(Message("assistant", f"Looking at {said}.", tool_calls=tuple(
-            ToolCall(c, "read_file", {"path": draw(st.sampled_from(POOL[:1] + ["src/other.py", "README.md"]))})
+            ToolCall(c, "read_file", {"path": draw(st.sampled_from([*POOL[:1], "src/other.py", "README.md"]))})
             for c in ids)))
         for c in ids:
             held = draw(st.lists(st.sampled_from(POOL), max_size=4, unique=True))
@@ -256,7 +257,8 @@ def rivals(budget: int) -> list[tuple[str, object]]:
     out: list[tuple[str, object]] = []
     specs = [name for name in policies() if name != "oracle"]
     specs += ["clear:keep=0", "clear:keep=1,clear_tool_inputs=true", "mask:keep=1", "mask:keep=3",
-              "recent:keep_first=0,keep_last=1", "recent:keep_first=0,keep_last=2", "recent:keep_first=1,keep_last=4", "recent:keep_first=0,keep_last=6",
+              "recent:keep_first=0,keep_last=1", "recent:keep_first=0,keep_last=2", "recent:keep_first=1,keep_last=4",
+              "recent:keep_first=0,keep_last=6",
               "compact:keep_recent=2,clear_at_least=0", "compact:keep_recent=4,clear_at_least=0",
               "truncate:max_lines=1", "tiered:keep_recent=2,keep_first=0,system_prompt_tokens=0",
               "scored:recent_turns=1,filler_tokens=1"]
@@ -266,10 +268,8 @@ def rivals(budget: int) -> list[tuple[str, object]]:
         except (CtxsimError, ParameterError):
             continue
         out.append((spec, policy))
-        try:
+        with contextlib.suppress(CtxsimError):
             out.append((f"{spec} @ {budget}", with_budget(policy, budget)))
-        except CtxsimError:
-            pass
     return out
 
 

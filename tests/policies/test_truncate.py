@@ -20,7 +20,8 @@ def lines(n: int) -> str:
 def test_on_append_an_output_is_cut_as_it_arrives():
     run, probe = play(story(3, output=lines), "truncate:max_lines=150")
     # r2 arrives after request 2 and before request 3: the cut is logged at the request it arrives for.
-    assert events(run) == [(3, "truncate", "bash output cut to 150 lines"), (4, "truncate", "bash output cut to 150 lines")]
+    assert events(run) == [(3, "truncate", "bash output cut to 150 lines"),
+                           (4, "truncate", "bash output cut to 150 lines")]
     r1, r2 = probe.items[3][2].message.content, probe.items[3][4].message.content
     assert line_count(r1) == 100 and line_count(r2) == 150
     assert r2.startswith("line 0\n") and "\nline 72\n\n[... 53 lines truncated ...]\n\nline 126\n" in r2
