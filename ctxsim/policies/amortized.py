@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ctxsim.params import field_doc
 from ctxsim.policies import PolicyInfo, register
+from ctxsim.policies._spans import close_drop
 from ctxsim.policies.base import Drop, Edit, Item, View
 
 
@@ -56,36 +57,9 @@ def middle_units(view: View, keep_first: int, keep_last: int) -> list[Item]:
     """Every item but the first `keep_first` and the newest `keep_last`, whole units only: a call and
     its results go together (a cut inside a unit moves outward, dropping it whole), and a unit that
     holds a pinned message stays whole. O(the middle)."""
-    items = view.items
-    n = len(items)
-    heads = {_unit_head(view, i) for i in range(min(keep_first, n), max(n - keep_last, min(keep_first, n)))}
-    out: set[int] = set()
-    for head in heads:
-        members = _unit_members(view, head)
-        if not any(items[i].pinned for i in members):
-            out.update(members)
-    return [items[i] for i in sorted(out)]
-
-
-def _unit_head(view: View, index: int) -> int:
-    """The position of the message that heads item `index`'s unit (its call's holder, for a result)."""
-    item = view.items[index]
-    call_id = item.message.tool_call_id
-    if item.message.role == "tool" and call_id:
-        holder = view.holder_of(call_id)
-        if holder is not None and holder.alive and holder.pos < index and view.result_of(call_id) is item:
-            return holder.pos
-    return index
-
-
-def _unit_members(view: View, head: int) -> list[int]:
-    """The positions of the unit headed at `head`: it and the live results of its calls, in order."""
-    out = [head]
-    for call in view.items[head].message.tool_calls:
-        result = view.result_of(call.id)
-        if result is not None and result.alive and result.pos > head:
-            out.append(result.pos)
-    return sorted(out)
+    n = len(view)
+    start = min(keep_first, n)
+    return [view.items[i] for i in close_drop(view, range(start, max(n - keep_last, start)), "drop")]
 
 
 register(PolicyInfo(
