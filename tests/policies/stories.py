@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import policy_story
 from helpers import T0, replay, session_of
 
 from ctxsim.engine import PolicyRun
 from ctxsim.model import Message, ToolCall, Trace, format_ts
-from ctxsim.policies import NoParams, Stages, parse_policy
+from ctxsim.policies import Stages, parse_policy
 from ctxsim.policies.base import Item, View
 
 
@@ -48,20 +49,11 @@ def label(item: Item) -> str:
     return f"r{(m.tool_call_id or '?')[1:]}{mark}"
 
 
-class Probe:
-    """A last stage that edits nothing: `seen[k]` is the context of request k as labels, `items[k]` its items."""
-
-    name = "probe"
-    params = NoParams()
+class Probe(policy_story.Probe):
+    """policy_story's probe (a last stage that edits nothing), writing items with this module's `label`."""
 
     def __init__(self) -> None:
-        self.seen: dict[int, list[str]] = {}
-        self.items: dict[int, list[Item]] = {}
-
-    def decide(self, view: View) -> tuple[()]:
-        self.seen[view.request] = [label(item) for item in view.items]
-        self.items[view.request] = list(view.items)
-        return ()
+        super().__init__(label)
 
 
 class Spy:
