@@ -15,6 +15,7 @@ import dataclasses
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_loss import known_trace  # three reads, each result holding two identifiers only it has
 
 from ctxsim.engine import Replayer, Setup
 from ctxsim.errors import CtxsimError, ParameterError
@@ -28,22 +29,7 @@ from ctxsim.sweep import with_budget
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import MessageSizer
 
-PAD = " filler" * 60  # ~100 tokens (chars4) of words no extraction rule takes
 SIZER = MessageSizer(TokenCounter(get_tokenizer("chars4")))
-
-
-def known_trace() -> Trace:
-    """Three reads, each result holding two identifiers only it has; request 4 uses alpha's, request 5
-    beta's and gamma's (the loss tests' trace)."""
-    m = [Message("user", "Please look at the three modules and report their constants.")]
-    for n, (name, body) in enumerate([("alpha", "def alpha_value():\n    return 4242"),
-                                       ("beta", "BETA_LIMIT = 9191"), ("gamma", "gamma_rate = 7373")], 1):
-        m.append(Message("assistant", "", tool_calls=(ToolCall(f"c{n}", "read_file", {"path": f"src/{name}.py"}),)))
-        m.append(Message("tool", body + PAD, tool_call_id=f"c{n}", name="read_file"))
-    m.append(Message("assistant", "alpha_value returns 4242."))
-    m.append(Message("user", "And the other two?"))
-    m.append(Message("assistant", "BETA_LIMIT is 9191 and gamma_rate is 7373."))
-    return Trace("t", (Session(id="s", system="You are a coding agent.", messages=tuple(m)),))
 
 
 class Last:
