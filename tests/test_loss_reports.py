@@ -142,3 +142,26 @@ def test_report_md_main_table_keeps_six_columns_with_the_misses() -> None:
     misses = {run.policy["name"]: run.loss.recall_misses for run in result.runs}
     assert any(m > 0 for m in misses.values())  # the column has something to show
     assert table[2].startswith("| `none`") and table[2].endswith(f"| {misses['none']:,} |")
+
+
+def test_no_star_anywhere_when_no_run_is_within_its_allowance(tmp_path: Path) -> None:
+    """Every run passes the window minus the reserve: the verdict stars none, so neither report.md's table nor
+    the charts may mark one (the cheapest is still shown, unstarred)."""
+    from ctxsim.loss.verdict import starred
+    from ctxsim.reports import render
+    from ctxsim.reports._common import starred_run, winner
+
+    options = Options(tokenizer="chars4", loss=True, window=400, reserve=300)
+    result = replay_choices(known_trace(), "known.jsonl", resolve(SPECS), options)
+    assert starred(result) is None and starred_run(result) is None
+    assert 0 <= winner(result) < len(result.runs)  # the run a chart always shows
+    text = render("markdown", result, "md")
+    assert "No policy is starred" in text
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| policy"))
+    table = lines[start:next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))]
+    assert not any("★" in line for line in table), table
+    assert "★ the cheapest" not in text  # nor the footnote that explains a star
+    # a run that qualifies is starred in the table as before
+    starred_text = render("markdown", result_of(), "md")
+    assert any("★" in line for line in starred_text.splitlines() if line.startswith("| `"))

@@ -167,6 +167,16 @@ def winner(result: RunResult) -> int:
     return min(range(len(runs)), key=lambda i: (runs[i].totals.cost_usd, i)) if runs else 0
 
 
+def starred_run(result: RunResult) -> int | None:
+    """Index of the run a chart or table marks with a star: `winner`, except that with the loss metered and no
+    run within its allowance none is starred (the verdict says so; `winner` is then only the run always shown)."""
+    from ctxsim.loss.verdict import starred, weighs_loss
+
+    if weighs_loss(result):
+        return starred(result)
+    return winner(result)
+
+
 def overflows(run: PolicyRun, result: RunResult) -> int | None:
     """The first request whose context passes the run's window (the session could not have happened so)."""
     window = window_of(run, result)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
-from ctxsim.reports._common import labels, request_rows, short, thresholds, window_of, winner
+from ctxsim.reports._common import labels, request_rows, short, starred_run, thresholds, window_of
 from ctxsim.run import RunResult
 
 MARKERS = {  # event kind -> (marker, legend text)
@@ -178,7 +178,7 @@ def multiples(result: RunResult, fmt: str, series: list[tuple[tuple[int, int], .
         thinned.append(plot.thin(xs, ys, most=800))
         grey.append(plot.thin(xs, ys, most=300))
     kinds: dict[str, str] = {}
-    best = winner(result)
+    starred_i = starred_run(result)
     with plot.style():
         fig, axes = plot.grid(len(groups), panel_height_in=1.55, head_in=1.9)
         for g, (ax, (members, name)) in enumerate(zip(axes, groups, strict=True)):
@@ -198,7 +198,7 @@ def multiples(result: RunResult, fmt: str, series: list[tuple[tuple[int, int], .
                 ax.scatter([x for x, _ in points], [y for _, y in points], marker=marker, s=16, color=colours[g],
                            edgecolors="#000000", linewidths=0.5, zorder=4)
             over = f" — cut off above (peak {peaks[g]:,})" if peaks[g] > top else f" (peak {peaks[g]:,})"
-            star = " ★ cheapest" if best in members else ""
+            star = " ★ cheapest" if starred_i in members else ""
             ax.set_title(short(name, 64) + star + ("\n" + over.strip(" —") if len(name) + len(over) > 58 else over),
                          fontsize=8.5, loc="left", fontweight="bold",
                          color="#b00000" if peaks[g] > top else "#000000")

@@ -24,6 +24,7 @@ from ctxsim.reports._common import (
     pct,
     request_rows,
     signed_pct,
+    starred_run,
     tokens,
     window_of,
     winner,
@@ -126,14 +127,14 @@ def main_table(result: RunResult, names: Sequence[str]) -> list[str]:
     keep = [i for i, h in enumerate(MAIN_COLUMNS) if not (loss and h == "hit rate")]
     head = [MAIN_COLUMNS[i].format(base=code(names[0])) for i in keep] + (["recall misses"] if loss else [])
     lines = ["| " + " | ".join(head) + " |", "|:--|" + "--:|" * (len(head) - 1)]
-    best_i = winner(result)
+    starred_i = starred_run(result)
     for i, run in enumerate(result.runs):
         t = run.totals
         window = window_of(run, result)
         share = f" ({t.peak_context_tokens / window * 100:.0f}%)" if window else ""
         flag = "⚠️ " if overflows(run, result) is not None else ""
         first = t.first_over.get("window-reserve")
-        name = code(names[i]) + (" ★" if len(result.runs) > 1 and i == best_i else "")
+        name = code(names[i]) + (" ★" if len(result.runs) > 1 and i == starred_i else "")
         cells = [name, money(t.cost_usd), "—" if i == 0 else signed_pct(change(base.cost_usd, t.cost_usd)),
                  pct(t.hit_rate), f"{flag}{t.peak_context_tokens:,}{share}",
                  "never" if first is None else f"request {first:,}"]
@@ -152,7 +153,7 @@ def main_table(result: RunResult, names: Sequence[str]) -> list[str]:
         cells = [cells[i] for i in keep]
         lines.append("| " + " | ".join(cell(c) for c in cells + (["—"] if loss else [])) + " |")
     star = "★ the cheapest with re-fetches within the recall-miss allowance" if loss else "★ the cheapest"
-    notes = [star] if len(result.runs) > 1 else []
+    notes = [star] if len(result.runs) > 1 and starred_i is not None else []
     if any(overflows(run, result) is not None for run in result.runs):
         notes.append("⚠️ passes the window: that session could not have happened as replayed")
     if notes:

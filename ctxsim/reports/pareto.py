@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from ctxsim.engine import PolicyRun
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
-from ctxsim.reports._common import labels, money, short, winner
+from ctxsim.reports._common import labels, money, short, starred_run, winner
 from ctxsim.run import RunResult
 
 if TYPE_CHECKING:  # matplotlib itself is imported when a chart is drawn
@@ -97,6 +97,7 @@ def draw(result: RunResult, fmt: str) -> bytes:
     groups = plot.merge_identical(names, points)  # runs at the same point: one point, one number
     colours = plot.palette(len(groups))
     best = winner(result)
+    starred_i = starred_run(result)
     with plot.style():
         fig, (ax,) = plot.figure(4.4 + 0.21 * (len(groups) + 1))
         ordered = sorted(front, key=lambda i: (points[i][0], points[i][1]))
@@ -108,7 +109,7 @@ def draw(result: RunResult, fmt: str) -> bytes:
         for g, (members, name) in enumerate(groups):
             x, y = points[members[0]]
             on = members[0] in front
-            star = best in members and len(result.runs) > 1 and not is_oracle(result.runs[best])
+            star = starred_i in members and len(result.runs) > 1 and not is_oracle(result.runs[best])
             bound = any(is_oracle(result.runs[m]) for m in members)
             shape = "*" if star else ("D" if bound else "o")
             ax.scatter([x], [float(y)], s=150 if star else (110 if on else 80), marker=shape,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
-from ctxsim.reports._common import labels, short, window_of, winner
+from ctxsim.reports._common import labels, short, starred_run, window_of, winner
 from ctxsim.run import RunResult
 
 PARTS = [  # (row field, legend text, colour)
@@ -57,7 +57,7 @@ def draw(result: RunResult, fmt: str) -> bytes:
     panels, total = shown(result)
     one_hour = any(r.cache_write_1h_tokens for run in result.runs for r in run.rows)
     parts = [p for p in PARTS if one_hour or p[0] != "cache_write_1h_tokens"]
-    best = winner(result)
+    starred_i = starred_run(result)
     with plot.style():
         fig, axes = plot.grid(len(panels), panel_height_in=2.0 if len(panels) > 2 else 2.6)
         top: float = 1
@@ -75,7 +75,7 @@ def draw(result: RunResult, fmt: str) -> bytes:
                 base = upper
             peaks.append(max(base, default=0))
             top = max(top, *base) if base else top
-            mark = " ★ cheapest" if best in members and len(result.runs) > 1 else ""
+            mark = " ★ cheapest" if starred_i in members and len(result.runs) > 1 else ""
             ax.set_title(f"{short(name, 58 if len(panels) > 2 else 100)}{mark}\n"
                          f"{run.totals.input_tokens:,} input tokens, hit rate {run.totals.hit_rate * 100:.1f}%",
                          fontsize=8.5, loc="left", fontweight="bold")
