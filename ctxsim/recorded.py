@@ -386,10 +386,17 @@ def calibration_line(manifest: dict[str, Any]) -> str | None:
         prefix = f"{parts[0]:,}"
     elif len(set(groups.values())) > 1:
         prefix += " (" + ", ".join(f"{g} {p:,}" for g, p in sorted(groups.items())) + ")"
-    notes = entry.get("notes") or []
     return (f"calibrated on {entry.get('requests_used', 0):,} recorded requests: hidden prefix {prefix} tokens, "
             f"scale {float(entry.get('scale', 1)):.4f}, overhead {entry.get('message_tokens', 0)} tokens/message"
-            + (f" ({'; '.join(str(n) for n in notes)})" if notes else "") + "; --no-calibrate replays raw")
+            "; --no-calibrate replays raw")
+
+
+def calibration_notes(manifest: dict[str, Any]) -> list[str]:
+    """What the calibration said of the trace (breaks, fallbacks, anchors), one line each, below its line."""
+    entry = manifest.get("calibration")
+    if not isinstance(entry, dict) or not entry.get("applied", "scale" in entry):
+        return []
+    return [f"calibration: {n}" for n in entry.get("notes") or []]
 
 
 def recorded_json(result: Any) -> dict[str, Any] | None:

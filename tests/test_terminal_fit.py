@@ -118,3 +118,34 @@ def test_inspect_at_80_columns_fits_and_names_sessions_by_project_and_start(monk
     data = json.loads(CliRunner().invoke(app, ["inspect", str(CLAUDE), "--json"]).stdout)
     assert data["sessions"][0]["id"] == "tiny-claude" and data["sessions"][0]["project"] == "shop"
     assert data["sessions"][0]["started"].startswith("2026-01-13T16:56")
+
+
+# ---------------------------------------------------------------- what a person sees at 80 columns
+def test_a_narrow_terminal_wraps_labels_and_never_cuts_a_number() -> None:
+    """The replay summary at 80 columns: labels wrap at words, every number is printed whole."""
+    import io
+
+    from rich.console import Console
+
+    from ctxsim.reports._terminal import rich_table
+
+    numbers = ["3,084,999", "1,534,536", "4,746,759", "2,137,465", "4,746,811"]
+    table = TableData("summary", ["", "clear", "compact", "tiered", "mask", "recorded"],
+                      [["input tokens, all requests", *numbers], ["... with the trace's real gaps", *["$1.59"] * 5]])
+    buffer = io.StringIO()
+    Console(file=buffer, width=80, color_system=None).print(rich_table(table))
+    shown = buffer.getvalue()
+    assert max(len(line) for line in shown.splitlines()) <= 80
+    assert "…" not in shown and all(n in shown for n in numbers)
+    assert "input tokens," in shown and "all requests" in shown  # the label wrapped, at a word
+
+
+def test_the_calibration_line_is_short_and_its_notes_are_notes_of_their_own() -> None:
+    from ctxsim.recorded import calibration_line, calibration_notes
+
+    manifest = {"calibration": {"applied": True, "scale": 1.1, "message_tokens": 16, "hidden_prefix_tokens": 8067,
+                                "requests_used": 60, "notes": ["first thing said", "second thing said"]}}
+    line = calibration_line(manifest)
+    assert line is not None and "thing said" not in line and line.endswith("--no-calibrate replays raw")
+    assert calibration_notes(manifest) == ["calibration: first thing said", "calibration: second thing said"]
+    assert calibration_notes({"calibration": {"applied": False, "notes": ["x"]}}) == []

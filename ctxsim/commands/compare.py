@@ -103,7 +103,7 @@ def compare(
     from ctxsim.api import replay_trace
     from ctxsim.policies.spec import split_list
     from ctxsim.reports._compare_table import compare_table
-    from ctxsim.reports._terminal import plain, rich_table
+    from ctxsim.reports._terminal import lines_out, plain, rich_table
 
     given = [DEFAULT_POLICIES] if policies is None else policies
     specs = [spec for text in given for spec in split_list(text)]
@@ -160,8 +160,9 @@ def compare(
         from ctxsim.reports._terminal import head_lines
 
         table = compare_table(result)
+        say = lines_out()
         for line in head_lines(result):
-            typer.echo(line)
+            say(line)
         left_out: list[str] = []
         if sys.stdout.isatty():
             from rich.console import Console
@@ -180,14 +181,14 @@ def compare(
         from ctxsim.reports._terminal import column_names
 
         if left_out:
-            typer.echo(f"note: {len(left_out)} more column(s) with --wide or --json: {', '.join(left_out)}")
+            say(f"note: {len(left_out)} more column(s) with --wide or --json: {', '.join(left_out)}")
         for line in column_names(result)[1]:
-            typer.echo(f"note: {line}")
-        typer.echo(f"note: {result.manifest['assumption']}")
+            say(f"note: {line}")
+        say(f"note: {result.manifest['assumption']}")
         from ctxsim.reports._loss import terminal_notes
 
         for line in terminal_notes(result):
-            typer.echo(line)
+            say(line)
     for path in written:
         typer.echo(f"wrote {path}", err=True)
 

@@ -82,8 +82,8 @@ def compare_table(result: RunResult) -> TableData:
             row[12:12] = ["-"] * len(LOSS_HEADERS)
         rows.append(row)
     if loss:
-        return TableData("policies compared (* = cheapest with re-fetches that never overflows, recall misses within "
-                         "the allowance; costs per the trace's timing)", headers, rows)
+        return TableData("policies compared (* = recommended, see notes; costs per the trace's timing)",
+                         headers, rows)
     return TableData("policies compared (* = cheapest that never overflows; costs per the trace's timing)",
                      headers, rows)
 

@@ -86,9 +86,10 @@ def notes(result: Any) -> list[str]:
 
 
 def _allowance_text(entry: dict[str, Any]) -> str:
+    head = "* = the cheapest with re-fetches that never overflows and whose recall misses are within the allowance: "
     if entry.get("max_misses") is not None:
-        return f"the starred policy has at most {entry['max_misses']:,} recall misses (--max-misses)"
-    return (f"the starred policy has no more recall misses than the oracle at the same budget plus "
+        return head + f"at most {entry['max_misses']:,} recall misses (--max-misses)"
+    return head + (f"no more recall misses than the oracle at the same budget plus "
             f"{entry.get('miss_margin', 5):,} (--miss-margin), or than {entry.get('miss_margin', 5):,} when no oracle "
             "ran; the oracle is the bound, never starred")
 

@@ -6,6 +6,7 @@ piped as aligned plain text (stable bytes, no colour codes).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
@@ -127,12 +128,13 @@ def recorded_column(rec: Any) -> list[str]:
 
 def head_lines(result: RunResult) -> list[str]:
     """Lines said above the tables: the calibration used, `none` off the bill, the trace's own cost."""
-    from ctxsim.recorded import calibration_line, coverage_line, gap_line, own_cost_line, warning
+    from ctxsim.recorded import calibration_line, calibration_notes, coverage_line, gap_line, own_cost_line, warning
 
     out = []
     line = calibration_line(result.manifest)
     if line:
         out.append(line)
+        out.extend(f"note: {n}" for n in calibration_notes(result.manifest))
     pair = recorded_gap(result)
     if pair is not None:
         rec, g = pair
@@ -177,10 +179,27 @@ def plain(table: TableData) -> str:
     return "\n".join(lines)
 
 
+def lines_out() -> Callable[[str], None]:
+    """How a command prints a line of prose: on a terminal wrapped at words to its width (a warning in bold),
+    elsewhere as it is, one line each (what a pipe or a file gets stays byte for byte)."""
+    if not sys.stdout.isatty():
+        return lambda line: print(line)
+    console = Console(soft_wrap=False)
+
+    def say(line: str) -> None:
+        console.print(line, style="bold" if line.startswith("warning") else None, highlight=False, markup=False)
+
+    return say
+
+
 def rich_table(table: TableData) -> Table:
     out = Table(title=table.title, title_justify="left", header_style="bold")
     for c, header in enumerate(table.headers):
-        out.add_column(header, justify="left" if c < table.left else "right", no_wrap=True)
+        if c < table.left:  # labels wrap at words when the terminal is narrow
+            out.add_column(header, justify="left")
+        else:  # a number is never cut: its column keeps its widest cell
+            widest = max([len(header), *(len(row[c]) for row in table.rows)])
+            out.add_column(header, justify="right", no_wrap=True, min_width=widest)
     for row in table.rows:
         out.add_row(*row)
     return out
@@ -212,7 +231,7 @@ def emit(result: RunResult, out: TextIO, every: int | None, terminal: bool) -> N
                    *("  " + line for line in retention)]
     above = head_lines(result)
     if terminal:
-        console = Console(file=out, force_terminal=True, width=max(100, Console(file=out).width))
+        console = Console(file=out, force_terminal=True)
         console.print(head, style="dim", highlight=False)
         for line in above:
             console.print(line, style="bold" if line.startswith("warning") else None, highlight=False, markup=False)

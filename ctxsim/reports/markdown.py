@@ -234,11 +234,12 @@ def assumptions(result: RunResult) -> str:
         f"trace {trace.get('name', '?')} {code(digest[:19])} ({requests:,} requests)",
         f"ctxsim {m.get('ctxsim_version', '?')}",
     ]
-    from ctxsim.recorded import calibration_line
+    from ctxsim.recorded import calibration_line, calibration_notes
 
     calibration = calibration_line(m)
     if calibration:
         parts.append(calibration.removesuffix("; --no-calibrate replays raw"))
+        parts.extend(calibration_notes(m))
     if m.get("seed") is not None:
         parts.append(f"seed {m['seed']}")
     from ctxsim.reports._loss import notes as loss_notes
