@@ -15,20 +15,30 @@ billed tokens per counted token and `overhead` the framing tokens per message th
 
 1. `scale` and `overhead` are one robust (Huber) least-squares fit over the requests, with one
    intercept per segment (a session part, split at its anchors). The fit is bounded by priors per
-   tokenizer and provider (calibration_priors.toml, with sources and dates): a fit outside the
-   bounds, or one with too few requests, falls back to the priors and says why.
+   tokenizer and provider (calibration_priors.toml, with sources and dates): a pair outside the
+   bounds, or too few requests for two slopes (a session of 2-3 requests), fits ONE slope with the
+   other from the prior (`fit+prior overhead`, `fit+prior scale`: the one inside its bounds with the
+   smaller residual); nothing inside the bounds falls back to the priors. The source says which.
 2. The hidden prefix is taken per session part from that part's own requests (`fit`: the median
    residual of its first segment; `priors`: its first request), never larger than what its first
    request leaves unexplained, so never larger than that request's whole prompt. The per-product
    values in the priors are used only for sessions that recorded no usage.
 3. Re-anchoring: where the log misses something (lines a reader skipped, a resumed process, the
    product's own compaction or microcompaction inside a session part, a recorded prompt that fell
-   though nothing in the log was removed), the replay is re-anchored
-   there and the tokens reported as missing, not folded into the fitted parameters. An anchor is
-   applied as an `extra_tokens` adjustment on the last message that arrives before that request
-   (marked `extra["anchor_tokens"]`), so every later request carries it and the cache sees it as
-   part of that message; a negative anchor (content the log shows but the provider did not get)
-   makes that message lighter.
+   though nothing in the log was removed, a recorded prompt that grew by far more than the log's new
+   messages explain: redacted text, encrypted items, attachments a product adds), the replay is
+   re-anchored there and the tokens reported as missing, not folded into the fitted parameters.
+   An unexplained growth is one over GROWTH_TOLERANCE_TOKENS, GROWTH_SHARE of the prompt and the
+   growth the log explains itself at the prior's scale, from the previous request or over the
+   segment so far (a log holding a fraction of every message drifts slowly): thresholds about the
+   log, wide enough that a tokenizer's error on a large new message never crosses them. The
+   anchored request starts a segment, so the fit sees only the differences inside segments.
+   An anchor is applied as an `extra_tokens` adjustment (marked `extra["anchor_tokens"]`) on the
+   last message that arrives before that request, or, for an unexplained growth, spread over the
+   messages appended since the previous request in proportion to their counted size (the log holds
+   less of each than was sent), so every later request carries it, the cache sees it as part of
+   those messages and a policy that drops them saves it; a negative anchor (content the log shows
+   but the provider did not get) makes that message lighter.
 4. Output counts: a response whose recorded `output_tokens` is a streaming placeholder (the reader
    flags it: `Usage.extra["output_placeholder"]`) is billed at an estimate, the counted size of
    its logged content, and flagged `Usage.extra["output_estimated"]`.
