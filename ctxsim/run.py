@@ -244,6 +244,10 @@ def provider_rules(replayer: Replayer) -> list[str]:
     if not replayer.setup.provider_rules or replayer.provider_rule() is None:
         return []
     r = replayer.resolved
+    from ctxsim.analysis.calibrate import ProviderReasoningRule
+
+    if not ProviderReasoningRule(r.provider, r.model_id, r.models).active:  # no model of the trace drops any
+        return []
     return [(f"{r.provider} {r.model_id}: the reasoning of turns before the latest user message is dropped from "
              "the prompt, as the provider does (every policy, none included)")]
 

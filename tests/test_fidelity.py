@@ -63,21 +63,28 @@ def test_the_fit_sees_thinking_dropped_at_a_user_turn_and_does_not_bend_the_scal
 def test_the_replay_policy_carries_the_provider_rule():
     policy, rule = with_provider_rules(parse_policy("none"), "anthropic", "claude-sonnet-4-5")
     assert rule is not None and policy.name == "none" and policy.stages == (rule,)  # type: ignore[attr-defined]
-    kept, none_rule = with_provider_rules(parse_policy("none"), "anthropic", "claude-opus-4-5")
+    kept, none_rule = with_provider_rules(parse_policy("none"), "anthropic", "claude-opus-4-5", ("claude-opus-4-5",))
     assert none_rule is None and kept.name == "none"  # Opus 4.5 keeps earlier thinking: nothing to drop
+    # the trace's models unknown (the engine's rule): there, deciding per request's model
+    _, unknown = with_provider_rules(parse_policy("none"), "anthropic", "claude-opus-4-5")
+    assert unknown is not None and unknown.active
 
 
 # ---------------------------------------------------------------- a degenerate fit falls back
 
 
 def degenerate_trace() -> Trace:
-    """The log shows a few tokens per turn, the bill grows by 3,000 a request (the log holds a fraction
-    of what was sent, e.g. redacted text): a least-squares scale of ~375 per counted token."""
+    """The log shows five times what was billed (a reader counting content twice over, say): the bill grows
+    by a fifth of each counted user message, a least-squares scale of ~0.2 per counted token. (A bill that
+    grows by far more than the log explains is not a degenerate fit: it re-anchors, see below.)"""
     messages = []
+    sent = 0
     for k in range(1, 7):
-        messages.append(Message("user", "abcd" * (4 + k), ts=format_ts(T0 + 10 * k)))
+        messages.append(Message("user", "abcd" * (400 + 40 * k * k), ts=format_ts(T0 + 10 * k)))
+        sent += 400 + 40 * k * k
         messages.append(Message("assistant", "ok", ts=format_ts(T0 + 10 * k + 1),
-                                usage=Usage(PREFIX + 3_000 * k, 0, 0, 0, 5)))
+                                usage=Usage(PREFIX + sent // 5, 0, 0, 0, 5)))
+        sent += 1
     return Trace("degenerate", (Session(id="d", source="synthetic", model="claude-sonnet-4-5", provider="anthropic",
                                         messages=tuple(messages)),))
 
@@ -87,10 +94,10 @@ def test_a_fit_outside_the_priors_bounds_falls_back_to_the_priors_and_says_so():
     cal = calibration(degenerate_trace(), "chars4")
     assert cal.fell_back and cal.source == "priors"
     assert cal.fitted_scale is not None
-    overhead = cal.fitted_message_tokens
-    # the bill's growth went into the slopes: a scale near 0 with ~1,500 tokens a message (or undefined)
+    # a fifth of the counted text: below the bounds (the scale alone, overhead at the prior, is too)
+    assert cal.fitted_scale == pytest.approx(0.2, abs=0.01)
     assert not prior.scale_low <= cal.fitted_scale <= prior.scale_high
-    assert overhead is None or overhead > prior.message_tokens_high
+    assert cal.anchors == ()  # the bill grew less than the log: nothing the log misses
     assert (cal.scale, cal.message_tokens) == (prior.scale, prior.message_tokens)
     assert "outside the priors' bounds" in (cal.fallback_reason or "")
     data = cal.to_json()
@@ -169,10 +176,15 @@ def test_a_skipped_line_re_anchors_the_replay_and_is_reported_as_missing_tokens(
     assert result.stats("prompt")["max"] == 0.0
     fourth = result.checks[3]
     assert fourth.anchor_tokens > 0 and any("re-anchored" in r for r in fourth.reasons)
-    # without the report the gap is not known: the replay runs 515 short from request 4 on
+    # without the report the line is not known to be skipped, but the bill grew by 895 where the log's new
+    # messages explain 288 at the prior (1.0 x (240 + 40 + 4 x 2)): re-anchored as an unexplained growth
+    # of the same 515, spread over what arrived since request 3 (its answer and the user message)
     blind = validate(trace, "chars4")
-    assert blind.calibration is not None and blind.calibration.anchors == ()
-    assert blind.stats("prompt")["max"] > 0.0
+    assert blind.calibration is not None
+    assert [(a.request, a.tokens, a.reason) for a in blind.calibration.anchors] == [(4, 515, "unexplained growth")]
+    # (412 counted tokens over two messages, each scaled and rounded on its own: within a token)
+    assert all(abs(c.simulated_input_tokens - c.recorded_input_tokens) <= 1 for c in blind.checks)
+    assert blind.checks[3].anchor_tokens == round(515 / SCALE)
 
 
 # ---------------------------------------------------------------- placeholder output counts

@@ -15,20 +15,30 @@ billed tokens per counted token and `overhead` the framing tokens per message th
 
 1. `scale` and `overhead` are one robust (Huber) least-squares fit over the requests, with one
    intercept per segment (a session part, split at its anchors). The fit is bounded by priors per
-   tokenizer and provider (calibration_priors.toml, with sources and dates): a fit outside the
-   bounds, or one with too few requests, falls back to the priors and says why.
+   tokenizer and provider (calibration_priors.toml, with sources and dates): a pair outside the
+   bounds, or too few requests for two slopes (a session of 2-3 requests), fits ONE slope with the
+   other from the prior (`fit+prior overhead`, `fit+prior scale`: the one inside its bounds with the
+   smaller residual); nothing inside the bounds falls back to the priors. The source says which.
 2. The hidden prefix is taken per session part from that part's own requests (`fit`: the median
    residual of its first segment; `priors`: its first request), never larger than what its first
    request leaves unexplained, so never larger than that request's whole prompt. The per-product
    values in the priors are used only for sessions that recorded no usage.
 3. Re-anchoring: where the log misses something (lines a reader skipped, a resumed process, the
    product's own compaction or microcompaction inside a session part, a recorded prompt that fell
-   though nothing in the log was removed), the replay is re-anchored
-   there and the tokens reported as missing, not folded into the fitted parameters. An anchor is
-   applied as an `extra_tokens` adjustment on the last message that arrives before that request
-   (marked `extra["anchor_tokens"]`), so every later request carries it and the cache sees it as
-   part of that message; a negative anchor (content the log shows but the provider did not get)
-   makes that message lighter.
+   though nothing in the log was removed, a recorded prompt that grew by far more than the log's new
+   messages explain: redacted text, encrypted items, attachments a product adds), the replay is
+   re-anchored there and the tokens reported as missing, not folded into the fitted parameters.
+   An unexplained growth is one over GROWTH_TOLERANCE_TOKENS, GROWTH_SHARE of the prompt and the
+   growth the log explains itself at the prior's scale, from the previous request or over the
+   segment so far (a log holding a fraction of every message drifts slowly): thresholds about the
+   log, wide enough that a tokenizer's error on a large new message never crosses them. The
+   anchored request starts a segment, so the fit sees only the differences inside segments.
+   An anchor is applied as an `extra_tokens` adjustment (marked `extra["anchor_tokens"]`) on the
+   last message that arrives before that request, or, for an unexplained growth, spread over the
+   messages appended since the previous request in proportion to their counted size (the log holds
+   less of each than was sent), so every later request carries it, the cache sees it as part of
+   those messages and a policy that drops them saves it; a negative anchor (content the log shows
+   but the provider did not get) makes that message lighter.
 4. Output counts: a response whose recorded `output_tokens` is a streaming placeholder (the reader
    flags it: `Usage.extra["output_placeholder"]`) is billed at an estimate, the counted size of
    its logged content, and flagged `Usage.extra["output_estimated"]`.
@@ -58,6 +68,7 @@ from statistics import median
 from typing import Any
 
 from ctxsim.engine import Replayer, Setup
+from ctxsim.history import Item
 from ctxsim.model import Message, Session, Trace
 from ctxsim.policies import NoParams, Policy, Stages, parse_policy
 from ctxsim.policies.base import Edit, Replace, View
@@ -71,6 +82,14 @@ MODES = ("fit", "priors")
 PLACEHOLDER_MAX_OUTPUT = 9  # Claude Code's streaming placeholders: 1-9 output tokens, no stop reason
 PRODUCT_EDITS = ("compaction", "microcompact", "history_rewritten")  # events that re-anchor inside a part
 DROP_TOLERANCE_TOKENS = 256  # a recorded prompt that fell by more than this (and 2 %) beyond what the log removed
+# A recorded prompt that grew by more than the log's new messages explain: content the log does not hold
+# (redacted text, encrypted items, attachments the product adds). Re-anchored where the unexplained growth
+# is over GROWTH_TOLERANCE_TOKENS, over GROWTH_SHARE of the prompt and over the growth the log explains
+# itself (at the prior's scale): the last keeps a tokenizer's error on a large new message (a scale off by
+# up to 2x) out of it, so it is about the log, not about fit noise.
+GROWTH_TOLERANCE_TOKENS = 512
+GROWTH_SHARE = 0.02
+GROWTH = "unexplained growth"
 
 # Anthropic models that keep the thinking of earlier turns (extended-thinking docs; the clear_thinking
 # policy cites the same list); older ones strip it from the prompt.
@@ -92,66 +111,123 @@ class ProviderReasoningRule:
     its thinking text and its hidden reasoning tokens (an anchor it carries is kept). The
     calibration fits on the replay with this rule; `with_provider_rules` puts it in front of
     any policy so that `replay` and `compare` send what `validate` checks.
+
+    The rule follows each request's own model (the recorded response's, else its session's, else
+    the model it was made for): a Claude Code trace mixes a main model that keeps its thinking with
+    subagents that do not. It keeps no positions between requests: it observes every change to the
+    history (whichever stage made it) and holds the live items that carry reasoning, so a later stage
+    that drops messages, or a history that grows back, never makes it skip one.
     """
 
     name = "provider-rules"
     params = NoParams()
 
-    def __init__(self, provider: str, model: str) -> None:
+    def __init__(self, provider: str, model: str, models: Sequence[str] = ()) -> None:
+        """`models`: every model the trace's requests use; the rule is active when any of them drops. Without
+        them (the engine builds it from the trace's first model) an Anthropic rule is active and decides per
+        request: another session may use a model that drops what the first one keeps."""
+        self.provider = provider
+        self.model = model
         self.openai = provider == "openai"
-        self.anthropic = provider == "anthropic" and not model.lower().startswith(KEEPS_THINKING)
-        self._seen = 0  # positions of the history read for user messages (at the rule's last decision)
-        self._last_user = 0
-        self._done = 0
+        self.anthropic = provider == "anthropic" and (not models or any(_strips_thinking(m) for m in (model, *models)))
+        self._models: list[str] = []  # the session's request models, in order (foresee)
+        self._follow: bool | None = None  # follow the recorded models (set at the first session)
+        self._request = 0  # requests decided in this session
+        self._carriers: dict[int, Item] = {}  # live items that carry reasoning, not dropped yet (by id)
+        self._last_user: Item | None = None  # the live user message furthest down the history
+        self._rescan = False  # the latest user message was removed: find it again
         self.dropped_tokens = 0
 
     @property
     def active(self) -> bool:
         return self.openai or self.anthropic
 
+    def drops_for(self, model: str | None) -> bool:
+        """Whether a request to `model` drops earlier turns' reasoning (None: the rule's own model)."""
+        if self.openai:
+            return True
+        return self.provider == "anthropic" and _strips_thinking(model or self.model)
+
     def _carries(self, message: Message) -> bool:
         if message.role != "assistant":
             return False
         if self.openai and message.extra.get("reasoning_tokens") and message.extra_tokens != _anchor(message):
             return True
-        return self.anthropic and bool(message.thinking)
+        return self.provider == "anthropic" and bool(message.thinking)
+
+    def foresee(self, session: Session) -> None:
+        """The models the session's requests are sent to (the provider applies its rule per request).
+
+        The recorded models are followed when the rule's own model is the first session's (the trace's
+        own); a rule made for another model (a forced `--model`) applies that model to every request."""
+        fallback = session.model or next((m.model for m in session.messages if m.model), None) or self.model
+        if self._follow is None:
+            own, mine = fallback.lower(), self.model.lower()
+            self._follow = own.startswith(mine) or mine.startswith(own)
+        if not self._follow:
+            self._models = []
+            return
+        self._models = [m.model or fallback for m in session.messages if m.role == "assistant"]
 
     def start(self) -> None:
-        self._seen, self._last_user, self._done = 0, 0, 0
+        self._request = 0
+        self._carriers = {}
+        self._last_user = None
+        self._rescan = False
+
+    def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
+        for item in removed:
+            self._carriers.pop(id(item), None)
+            if item is self._last_user:
+                self._rescan = True
+        for item in added:
+            role = item.message.role
+            if role == "user":
+                if self._last_user is None or not self._last_user.alive or item.pos > self._last_user.pos:
+                    self._last_user = item
+            elif role == "assistant" and TAG not in item.tags and self._carries(item.message):
+                self._carriers[id(item)] = item
 
     def decide(self, view: View) -> list[Edit]:
+        self._request += 1
+        model = self._models[self._request - 1] if self._request <= len(self._models) else None
+        if not self._carriers or not self.drops_for(model):
+            return []
         items = view.items
-        if len(items) < self._seen:
-            self._seen, self._last_user, self._done = 0, 0, 0
-        for i in range(self._seen, len(items)):
-            if items[i].message.role == "user":
-                self._last_user = i
-        self._seen = len(items)
+        if self._rescan or (self._last_user is not None and not self._last_user.alive):
+            self._rescan = False
+            self._last_user = next((it for it in reversed(items) if it.message.role == "user"), None)
+        if self._last_user is None:
+            return []
+        boundary = self._last_user.pos
         changes = []
-        for i in range(self._done, self._last_user):
-            item = items[i]
-            if TAG in item.tags or not self._carries(item.message):
-                continue
+        for item in sorted((it for it in self._carriers.values() if it.alive and it.pos < boundary),
+                           key=lambda it: it.pos):
             message = item.message
             lighter = replace(message, thinking=None, extra_tokens=_anchor(message))
             tokens = view.size(lighter)
             self.dropped_tokens += item.tokens - tokens
             changes.append(Replace(item, lighter, tokens, tags=item.tags | {TAG}, cleared=item.cleared,
                                    pinned=item.pinned))
-        self._done = max(self._done, self._last_user)
         if not changes:
             return []
         return [Edit("provider_drops_reasoning", tuple(changes),
                      f"the provider dropped the reasoning of {len(changes)} earlier-turn responses")]
 
 
+def _strips_thinking(model: str) -> bool:
+    return not model.lower().startswith(KEEPS_THINKING)
+
+
 def _anchor(message: Message) -> int:
     return int(message.extra.get("anchor_tokens", 0) or 0)
 
 
-def with_provider_rules(policy: Policy, provider: str, model: str) -> tuple[Policy, ProviderReasoningRule | None]:
-    """`policy` with the provider's reasoning rule run first (a fresh rule: it keeps per-run state)."""
-    rule = ProviderReasoningRule(provider, model)
+def with_provider_rules(policy: Policy, provider: str, model: str, models: Sequence[str] = (),
+                        ) -> tuple[Policy, ProviderReasoningRule | None]:
+    """`policy` with the provider's reasoning rule run first (a fresh rule: it keeps per-run state);
+    `models`: every model the trace uses (the rule is there when any of them drops reasoning)."""
+    rule = ProviderReasoningRule(provider, model, models)
     if not rule.active:
         return policy, None
     stages = tuple(getattr(policy, "stages", None) or (policy,))
@@ -238,7 +314,8 @@ def replay_none(trace: Trace, counter: TokenCounter, framing: Framing | None, se
                 ) -> tuple[Replayer, Any, ProviderReasoningRule | None, list[list[Request]]]:
     """The `none` replay with the provider's rules: (replayer, run, rule or None, requests per session)."""
     replayer = Replayer(trace, MessageSizer(counter, framing), setup or Setup())
-    policy, rule = with_provider_rules(parse_policy("none"), replayer.resolved.provider, replayer.resolved.model_id)
+    resolved = replayer.resolved
+    policy, rule = with_provider_rules(parse_policy("none"), resolved.provider, resolved.model_id, resolved.models)
     run = replayer.run(policy)
     rows = iter(r for r in run.rows if r.kind == "request")
     out: list[list[Request]] = []
@@ -272,9 +349,28 @@ class Anchor:
     position: int  # the message that carries the adjustment
     tokens: int  # billed tokens (negative: the log holds content the provider did not get)
     reason: str
+    # where the tokens are spread instead, in proportion to each message's counted size: the messages
+    # appended since the previous request (an unexplained growth: the log holds less of them than was sent)
+    spread: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"session": self.session, "request": self.request, "tokens": self.tokens, "reason": self.reason}
+        out: dict[str, Any] = {"session": self.session, "request": self.request, "tokens": self.tokens,
+                               "reason": self.reason}
+        if self.spread:
+            out["messages"] = len(self.spread)
+        return out
+
+    @staticmethod
+    def shares(tokens: int, sizes: Sequence[int]) -> list[int]:
+        """`tokens` over messages of these counted sizes, in proportion (largest remainder first)."""
+        weights = [max(1, n) for n in sizes]
+        total = sum(weights)
+        raw = [tokens * w / total for w in weights]
+        out = [math.floor(v) for v in raw]
+        left = tokens - sum(out)
+        for i in sorted(range(len(raw)), key=lambda i: (out[i] - raw[i], i))[:left]:
+            out[i] += 1
+        return out
 
 
 @dataclass(frozen=True)
@@ -393,11 +489,18 @@ class Calibration:
                         messages[i] = replace(m, usage=usage)
                         touched = True
                 for a in anchors.get((s.id, i), ()):
-                    counted = round(a.tokens / self.scale) if self.scale else a.tokens
-                    now = messages[i]  # as estimated above, and as each earlier anchor left it
-                    messages[i] = replace(now, extra_tokens=now.extra_tokens + counted,
-                                          extra={**now.extra, "anchor_tokens": _anchor(now) + counted,
-                                                 "anchor": a.reason})
+                    total = round(a.tokens / self.scale) if self.scale else a.tokens
+                    if a.spread:
+                        shares = zip(a.spread, a.shares(total, [sizer.message(s.messages[j]) for j in a.spread]),
+                                     strict=True)
+                    else:
+                        shares = zip((i,), (total,), strict=True)
+                    for j, counted in shares:
+                        now = messages[j]  # as estimated above, and as each earlier anchor left it
+                        if counted:
+                            messages[j] = replace(now, extra_tokens=now.extra_tokens + counted,
+                                                  extra={**now.extra, "anchor_tokens": _anchor(now) + counted,
+                                                         "anchor": a.reason})
                     touched = True
             if moved:  # the hidden project context: after the system breakpoint, ahead of the conversation
                 context = Message("system", "", extra_tokens=max(0, round(moved / self.scale) - self.message_tokens),
@@ -476,8 +579,8 @@ def _segments(trace: Trace, sizer: MessageSizer, per_session: list[list[Request]
             if not _billed(r):
                 continue
             reason = None
-            if previous is not None:
-                reason = _break(session, previous, r, gaps, prior)
+            if previous is not None and current is not None:
+                reason = _break(session, previous, r, gaps, prior, current.points[0][0])
             if current is None or reason is not None:
                 current = _Segment(session.id, reason=reason)
                 out.append(current)
@@ -486,7 +589,9 @@ def _segments(trace: Trace, sizer: MessageSizer, per_session: list[list[Request]
     return out
 
 
-def _break(session: Session, previous: Request, r: Request, gaps: Sequence[int], prior: TokenPrior) -> str | None:
+def _break(session: Session, previous: Request, r: Request, gaps: Sequence[int], prior: TokenPrior,
+           start: Request) -> str | None:
+    """Why the log misses something between `previous` and `r` (None: nothing); `start`: the segment's first."""
     lo = session.messages[previous.position].line
     hi = r.recorded.line
     if gaps and lo is not None and hi is not None and any(lo < g < hi for g in gaps):
@@ -504,6 +609,16 @@ def _break(session: Session, previous: Request, r: Request, gaps: Sequence[int],
     tolerance = max(DROP_TOLERANCE_TOKENS, 0.02 * before.input_tokens)
     if fell < -tolerance and fell - counted < -tolerance:
         return "unexplained drop"
+    if fell - counted > max(GROWTH_TOLERANCE_TOKENS, GROWTH_SHARE * before.input_tokens, counted):
+        return GROWTH
+    # the same over the segment so far: a log that holds a fraction of every message drifts slowly
+    first = start.recorded.usage
+    assert first is not None
+    grew = now.input_tokens - first.input_tokens
+    explained = prior.scale * (r.prompt_tokens - start.prompt_tokens + prior.message_tokens
+                               * (r.messages - start.messages))
+    if grew - explained > max(GROWTH_TOLERANCE_TOKENS, GROWTH_SHARE * before.input_tokens, explained):
+        return GROWTH
     return None
 
 
@@ -541,12 +656,20 @@ def _huber(x: Any, y: Any, group: Any, iterations: int = 40) -> Any:
 
 def _fit_slopes(segments: list[_Segment], prior: TokenPrior) -> tuple[float, float, str, str | None, float | None,
                                                                       float | None]:
-    """(scale, overhead, source, why it fell back or None, raw fitted scale, raw fitted overhead)."""
+    """(scale, overhead, source, why it fell back or None, raw fitted scale, raw fitted overhead).
+
+    Both slopes are fitted where the segments leave two degrees of freedom at least (n >= segments + 3);
+    with fewer (a session of 2-3 requests: OpenHands, Gemini CLI and agent-framework traces often are) or
+    when the pair lands outside the prior's bounds, ONE slope is fitted with the other from the prior:
+    the scale (`fit+prior overhead`) or the overhead (`fit+prior scale`), whichever inside its bounds
+    leaves the smaller residual (a tie, as two requests always give: the overhead, since the scale of a
+    known tokenizer pair is the better-known prior). Nothing inside the bounds: the priors.
+    """
     import numpy as np
 
     usable = [s for s in segments if len(s.points) >= 2]
     n = sum(len(s.points) for s in usable)
-    if n < MIN_REQUESTS or n < len(usable) + 3:
+    if n < 2:
         return (prior.scale, float(prior.message_tokens), "priors",
                 f"too few requests to fit ({n} within segments of two or more)", None, None)
     rows, ys, group = [], [], []
@@ -557,27 +680,56 @@ def _fit_slopes(segments: list[_Segment], prior: TokenPrior) -> tuple[float, flo
             ys.append(float(r.recorded.usage.input_tokens - fixed))
             group.append(j)
     x, y, g = np.array(rows), np.array(ys), np.array(group)
-    beta = _huber(x, y, g)
     raw_scale = raw_overhead = None
-    if beta is not None:
-        raw_scale = float(beta[-2])
-        raw_overhead = float(beta[-1]) / raw_scale if raw_scale > 0 else None
-        if raw_overhead is not None and prior.scale_low <= raw_scale <= prior.scale_high \
-                and prior.message_tokens_low <= raw_overhead <= prior.message_tokens_high:
-            return raw_scale, raw_overhead, "fit", None, raw_scale, raw_overhead
-    # overhead from the prior, scale fitted alone
-    beta1 = _huber((x[:, 0] + prior.message_tokens * x[:, 1])[:, None], y, g)
-    shown = "singular" if beta is None else (f"scale {raw_scale:.3f}, overhead "
-                                            + (f"{raw_overhead:.1f}" if raw_overhead is not None else "undefined"))
-    if beta1 is not None and prior.scale_low <= float(beta1[-1]) <= prior.scale_high:
-        return (float(beta1[-1]), float(prior.message_tokens), "fit+prior overhead",
-                (f"the fit ({shown}) is outside the prior's overhead bounds "
-                 f"[{prior.message_tokens_low}, {prior.message_tokens_high}]: overhead kept at the prior"),
-                raw_scale, raw_overhead)
+    shown = f"{n} requests in {len(usable)} segment(s): too few for both slopes"
+    if n >= len(usable) + 3:
+        beta = _huber(x, y, g)
+        if beta is not None:
+            raw_scale = float(beta[-2])
+            raw_overhead = float(beta[-1]) / raw_scale if raw_scale > 0 else None
+            if raw_overhead is not None and prior.scale_low <= raw_scale <= prior.scale_high \
+                    and prior.message_tokens_low <= raw_overhead <= prior.message_tokens_high:
+                return raw_scale, raw_overhead, "fit", None, raw_scale, raw_overhead
+        shown = "singular" if beta is None else (f"scale {raw_scale:.3f}, overhead "
+                                                + (f"{raw_overhead:.1f}" if raw_overhead is not None else "undefined"))
+    candidates: list[tuple[float, int, float, float, str]] = []  # (residual, preference, scale, overhead, source)
+    # the overhead from the prior, the scale fitted alone
+    column = x[:, 0] + prior.message_tokens * x[:, 1]
+    one = _huber(column[:, None], y, g)
+    if one is not None and prior.scale_low <= float(one[-1]) <= prior.scale_high:
+        scale = float(one[-1])
+        candidates.append((_spread(y - scale * column, g), 1, scale, float(prior.message_tokens),
+                           "fit+prior overhead"))
+    # the scale from the prior, the overhead fitted alone
+    rest = y - prior.scale * x[:, 0]
+    one = _huber(x[:, 1:2], rest, g)
+    if one is not None:
+        overhead = float(one[-1]) / prior.scale
+        if prior.message_tokens_low <= overhead <= prior.message_tokens_high:
+            candidates.append((_spread(rest - prior.scale * overhead * x[:, 1], g), 0, prior.scale, overhead,
+                               "fit+prior scale"))
+    if candidates:
+        _, _, scale, overhead, source = min(candidates, key=lambda c: (round(c[0], 6), c[1]))
+        kept = "overhead" if source == "fit+prior overhead" else "scale"
+        if raw_scale is not None and kept == "overhead":
+            why = (f"the fit ({shown}) is outside the prior's overhead bounds [{prior.message_tokens_low}, "
+                   f"{prior.message_tokens_high}]: overhead kept at the prior")
+        else:
+            why = f"the fit ({shown}): the {kept} kept at the prior, the other slope fitted alone"
+        return scale, overhead, source, why, raw_scale, raw_overhead
     return (prior.scale, float(prior.message_tokens), "priors",
             (f"the fit ({shown}) is outside the priors' bounds (scale [{prior.scale_low}, {prior.scale_high}], "
              f"overhead [{prior.message_tokens_low}, {prior.message_tokens_high}]): priors used"),
             raw_scale, raw_overhead)
+
+
+def _spread(residual: Any, group: Any) -> float:
+    """The sum of squared residuals about each segment's mean (the intercepts are free)."""
+    import numpy as np
+
+    groups = int(group.max()) + 1
+    means = np.bincount(group, weights=residual, minlength=groups) / np.bincount(group, minlength=groups)
+    return float(np.sum((residual - means[group]) ** 2))
 
 
 def calibration(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCounter | None = None, *,
@@ -708,8 +860,11 @@ def _intercepts(trace: Trace, segments: list[_Segment], sim: Mapping[tuple[str, 
     prefixes: dict[str, int] = {}
     anchors: list[Anchor] = []
     level: dict[str, int] = {}
+    last: dict[str, int] = {}  # the position of each session's latest request seen
     sessions = {s.id: s for s in trace.sessions}
     for seg in segments:
+        before = last.get(seg.session)
+        last[seg.session] = seg.points[-1][0].position
         residuals = []
         for r, _ in seg.points:  # the replayed prompt already holds the counted system and tools
             assert r.recorded.usage is not None
@@ -727,8 +882,11 @@ def _intercepts(trace: Trace, segments: list[_Segment], sim: Mapping[tuple[str, 
         delta = value - level.get(seg.session, 0)
         level[seg.session] = value
         if delta:
+            spread: tuple[int, ...] = ()
+            if seg.reason == GROWTH and delta > 0 and before is not None:
+                spread = tuple(range(before, first.position))  # the previous response and what followed it
             anchors.append(Anchor(seg.session, first.index, _carrier(sessions[seg.session], first.position), delta,
-                                  seg.reason))
+                                  seg.reason, spread))
     return prefixes, anchors
 
 

@@ -256,7 +256,7 @@ class _SessionFacts:
         self.index = 0
 
     def see(self, message: Message) -> None:
-        if message.extra.get("anchor_tokens"):
+        if message.extra.get("anchor_tokens") and message.role != "assistant":
             self.anchor_tokens += int(message.extra["anchor_tokens"])
             self.anchor_reason = str(message.extra.get("anchor", "gap"))
         if message.role != "assistant":
@@ -277,7 +277,10 @@ class _SessionFacts:
         sent = self.request_ts(message)
         self.previous_ts = sent if sent is not None else self.previous_ts
         self.new_messages = []
-        self.anchor_tokens = 0
+        # a response's own anchor (an unexplained growth spread over it) is first sent with the next request
+        self.anchor_tokens = int(message.extra.get("anchor_tokens", 0) or 0)
+        if self.anchor_tokens:
+            self.anchor_reason = str(message.extra.get("anchor", "gap"))
 
     def reasons(self, check: RequestCheck, message: Message, ttl: float | None) -> list[str]:
         out = []

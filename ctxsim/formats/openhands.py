@@ -15,7 +15,8 @@ What the reader maps:
 - an agent `message` / `finish` / `think` action without metadata is a response with no usage
   logged (a request all the same);
 - an observation caused by a tool-call action is that call's result (its content, with the
-  command's prefix/suffix lines when logged); other observations of agent actions are sent
+  command's prefix/suffix lines when logged; for a file edit what the model is sent, the editor's
+  output, not the diff the log keeps); other observations of agent actions are sent
   back as user messages; state changes and `null` observations are not sent and are skipped;
 - `condensation` actions (the condenser) are compaction events; their summary, when
   logged, a `summary` message.
@@ -168,6 +169,8 @@ class _Reader:
             return  # not the answer to something the model did
         content = event.string("content") or ""
         extras = event.obj("extras")
+        if observation == "edit" and extras is not None:
+            content = _edit_text(content, extras)
         meta = extras.obj("metadata") if extras is not None else None
         if meta is not None:
             prefix, suffix = meta.string("prefix") or "", meta.string("suffix") or ""
@@ -192,6 +195,20 @@ class _Reader:
                     messages.append(m)
             self.builder.messages = messages
         return self.builder.build()
+
+
+def _edit_text(content: str, extras: Node) -> str:
+    """What the model is sent for a file edit (FileEditObservation.__str__), not the diff the log keeps in
+    `content`: the editor's own output (`formatted_output_and_error`, before OpenHands PR 6671; after it
+    `content` is that output), or for the LLM-based editor a line naming the new file."""
+    output = extras.get("formatted_output_and_error")
+    if isinstance(output, str):
+        return output
+    if extras.string("impl_source") == "oh_aci":
+        return content
+    if extras.get("prev_exist") is False:
+        return f"[New file {extras.string('path') or ''} is created with the provided content.]\n"
+    return content  # the diff (OpenHands shows it with a few context lines: about its size)
 
 
 def _events_session(events: list[Node], source: Source, session_id: str, model: str | None) -> Session:
