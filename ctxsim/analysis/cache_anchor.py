@@ -12,6 +12,9 @@ recorded read is taken as the provider's fact (issue 17, cause 6; replayed by
   session sent before (the previous request's recorded prompt and response): the prefix was kept
   warm past the model's TTL (requests the log does not contain) or the cache ran into the previous
   response; the request reads at least what was recorded, within what it still shares.
+* fresh: on a request that recorded cache writes, the recorded uncached input (neither read nor
+  written) is above the model's by more than `tolerance`: the last breakpoint sat before the end
+  of the prompt; the request writes that much less (sends it fresh).
 
 The model's read is compared in billed tokens: scaled by the previous request's recorded over
 replayed prompt, so a prompt-size error (the fit's business) is not taken for a cache break.
@@ -26,7 +29,7 @@ from typing import Any
 MIN_TOLERANCE_TOKENS = 128  # OpenAI's hit granularity; DeepSeek's is 64
 TOLERANCE_SHARE = 0.01  # of the request's recorded prompt
 
-Facts = dict[int, tuple[int | None, int | None]]  # request number in its session -> (ceiling, floor)
+Facts = dict[int, tuple[int | None, int | None, int | None]]  # request number -> (ceiling, floor, fresh)
 
 
 def tolerance(prompt_tokens: int) -> float:
@@ -41,15 +44,23 @@ def session_facts(requests: Sequence[Any]) -> Facts:
         u = r.recorded.usage
         if u is None or u.input_tokens <= 0:
             continue
+        ceiling = floor = fresh = None
+        slack = tolerance(u.input_tokens)
         if previous is not None and previous.row.input_tokens > 0:
             before = previous.recorded.usage
             model = r.row.cache_read_tokens * before.input_tokens / previous.row.input_tokens  # in billed tokens
             read = u.cache_read_tokens
-            slack = tolerance(u.input_tokens)
             if read < model - slack:
-                out[r.index] = (read, None)
+                ceiling = read
             elif read > model + slack and read <= before.input_tokens + before.output_tokens + slack:
-                out[r.index] = (None, read)
+                floor = read
+        written = u.cache_write_tokens + u.cache_write_1h_tokens
+        if written > 0:
+            uncached = u.input_tokens - u.cache_read_tokens - written
+            if uncached > _uncached(r.row) + slack:
+                fresh = uncached
+        if ceiling is not None or floor is not None or fresh is not None:
+            out[r.index] = (ceiling, floor, fresh)
         previous = r
     return out
 
@@ -64,10 +75,15 @@ def recorded_facts(sessions: Sequence[Any], per_session: Sequence[Sequence[Any]]
     return out
 
 
+def _uncached(row: Any) -> int:
+    return int(row.input_tokens - row.cache_read_tokens - row.cache_write_tokens - row.cache_write_1h_tokens)
+
+
 def moved_tokens(before: Sequence[Sequence[Any]], after: Sequence[Sequence[Any]],
                  facts: Mapping[str, Facts]) -> dict[str, int]:
-    """Cache-read tokens the facts moved: down (ceilings) and up (floors), the replay without against with."""
-    down = up = 0
+    """Tokens the facts moved, the replay without them against with: cache reads down (ceilings) and up
+    (floors), and writes sent fresh instead (fresh tails, net of what the reads moved)."""
+    down = up = unwritten = 0
     for old, new in zip(before, after, strict=True):
         for a, b in zip(old, new, strict=True):
             if a.index not in facts.get(a.session, {}):
@@ -75,20 +91,20 @@ def moved_tokens(before: Sequence[Sequence[Any]], after: Sequence[Sequence[Any]]
             delta = b.row.cache_read_tokens - a.row.cache_read_tokens
             down += max(0, -delta)
             up += max(0, delta)
-    return {"down": down, "up": up}
+            unwritten += max(0, _uncached(b.row) - _uncached(a.row))
+    return {"down": down, "up": up, "unwritten": unwritten}
 
 
-def counts(facts: Mapping[str, Facts]) -> tuple[int, int]:
-    """(requests with a ceiling, requests with a floor)."""
-    ceilings = sum(1 for f in facts.values() for c, _ in f.values() if c is not None)
-    floors = sum(1 for f in facts.values() for _, fl in f.values() if fl is not None)
-    return ceilings, floors
+def counts(facts: Mapping[str, Facts]) -> tuple[int, int, int]:
+    """(requests with a ceiling, with a floor, with a fresh tail)."""
+    values = [v for f in facts.values() for v in f.values()]
+    return tuple(sum(1 for v in values if v[i] is not None) for i in range(3))  # type: ignore[return-value]
 
 
 def note(facts: Mapping[str, Facts], moved: Mapping[str, int]) -> str | None:
     """validate's and replay's line on the recorded cache facts; None when there are none."""
-    ceilings, floors = counts(facts)
-    if not ceilings and not floors:
+    ceilings, floors, fresh = counts(facts)
+    if not ceilings and not floors and not fresh:
         return None
     parts = []
     if ceilings:
@@ -99,11 +115,14 @@ def note(facts: Mapping[str, Facts], moved: Mapping[str, int]) -> str | None:
         parts.append(f"{floors} request(s) read more than the model, within what the session had sent (kept warm "
                      f"by requests the log does not hold, or read into the previous response): read at least as "
                      f"recorded, {moved.get('up', 0):,} tokens")
+    if fresh:
+        parts.append(f"{fresh} request(s) sent more of the prompt uncached than the model (the last cache breakpoint "
+                     f"before the prompt's end): written that much less, {moved.get('unwritten', 0):,} tokens")
     return "recorded cache facts: " + "; ".join(parts) + " (the cost range's low end is the model without them)"
 
 
 def to_json(facts: Mapping[str, Facts], moved: Mapping[str, int]) -> dict[str, Any]:
-    ceilings, floors = counts(facts)
-    return {"ceilings": ceilings, "floors": floors, "moved_down_tokens": moved.get("down", 0),
-            "moved_up_tokens": moved.get("up", 0),
-            "by_session": {sid: {str(k): [c, fl] for k, (c, fl) in sorted(f.items())} for sid, f in facts.items()}}
+    ceilings, floors, fresh = counts(facts)
+    return {"ceilings": ceilings, "floors": floors, "fresh": fresh, "moved_down_tokens": moved.get("down", 0),
+            "moved_up_tokens": moved.get("up", 0), "unwritten_tokens": moved.get("unwritten", 0),
+            "by_session": {sid: {str(k): list(v) for k, v in sorted(f.items())} for sid, f in facts.items()}}

@@ -321,10 +321,11 @@ class Calibration:
     # prompt + tools / project context / conversation), so `apply` puts it after the system breakpoint.
     system_layer_tokens: dict[str, int] = field(default_factory=dict)
     context_tokens: dict[str, int] = field(default_factory=dict)  # of each such prefix, what lies past the layer
-    # per session part, the requests whose recorded cache read the cache model cannot produce: request number ->
-    # (ceiling, floor), replayed as the provider's facts for every policy (analysis/cache_anchor, caching/recorded)
-    cache_facts: dict[str, dict[int, tuple[int | None, int | None]]] = field(default_factory=dict)
-    cache_facts_moved: dict[str, int] = field(default_factory=dict)  # cache-read tokens they moved: down, up
+    # per session part, the requests whose recorded cache read the cache model cannot produce: request number
+    # -> (ceiling, floor, fresh), replayed as the provider's facts for every policy (analysis/cache_anchor,
+    # caching/recorded)
+    cache_facts: dict[str, dict[int, tuple[int | None, int | None, int | None]]] = field(default_factory=dict)
+    cache_facts_moved: dict[str, int] = field(default_factory=dict)  # tokens they moved: read down, up; unwritten
 
     @property
     def missing_tokens(self) -> int:
@@ -804,7 +805,7 @@ def _assess(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibratio
         low_cost += min(s_low, s_high)
         high_cost += s_high
     facts = cache_anchor.recorded_facts(applied.sessions, per_session)
-    moved = {"down": 0, "up": 0}
+    moved = {"down": 0, "up": 0, "unwritten": 0}
     if facts:  # replayed again with the provider's recorded cache facts: the point estimate
         cal = replace(cal, cache_facts=facts)
         applied = cal.apply(trace, counter)
@@ -841,12 +842,13 @@ def _assess(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibratio
     def q(p: float) -> float:
         return ordered[max(1, math.ceil(p * len(ordered))) - 1] if ordered else 0.0
 
-    ceilings, floors = cache_anchor.counts(facts)
+    ceilings, floors, fresh = cache_anchor.counts(facts)
     quality = {"requests": len(errors), "prompt_error_median": round(q(0.5), 6), "prompt_error_p90": round(q(0.9), 6),
                "hit_rate_error_points": round(((sim_read / sim_in if sim_in else 0.0)
                                               - (rec_read / rec_in if rec_in else 0.0)) * 100, 4),
                "cost_error": round(float((sim_cost - rec_cost) / rec_cost), 6) if rec_cost else None,
-               "cache_breaks": breaks, "cache_ceilings": ceilings, "cache_floors": floors}
+               "cache_breaks": breaks, "cache_ceilings": ceilings, "cache_floors": floors,
+               "cache_fresh_tails": fresh}
     notes = list(cal.notes)
     if breaks:
         notes.append(f"{breaks} request(s) read less from the cache than the replay within the cache lifetime, "

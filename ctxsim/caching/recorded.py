@@ -14,9 +14,13 @@ read, the two can part in ways no model of the log can produce (issue 17, cause 
   it warm past the model's TTL (Claude Code does), or the provider's cache runs into the previous
   response (OpenAI-style). That request reads at least the recorded read (the *floor*), no more
   than the prefix this replay's history still shares with its previous request and response.
+* an uncached tail: the recorded request sent more of its prompt fresh (neither read nor written)
+  than the model's, on a provider that writes (Anthropic: the last breakpoint sat before the end of
+  the prompt); that request writes that much less (*fresh*, the recorded uncached input), for
+  every policy. The next request's recorded read then shows where the entry ended (a ceiling).
 
 The facts come from the calibration (`analysis/cache_anchor.py`): per session part, request
-number (1-based, in the session) -> (ceiling or None, floor or None), carried on the session's
+number (1-based, in the session) -> (ceiling, floor, fresh; each None when not recorded), carried on the session's
 `extra["cache_facts"]` and put around the session's cache model by the engine, next to
 `WarmStart`. The cache model's own state is left as it is: what a capped request wrote is cached
 after it, as the model already holds its whole prompt. Only the real answer changes; the warm one
@@ -27,12 +31,13 @@ Not registered as a cache model: it wraps one (as WarmStart does) and cannot be 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ctxsim.caching import CacheModel, CacheResult, _warmed
 from ctxsim.history import History
 
-FACTS_KEY = "cache_facts"  # Session.extra key: {request number: (ceiling or None, floor or None)}
+FACTS_KEY = "cache_facts"  # Session.extra key: {request number: (ceiling, floor, fresh), each int or None}
+Fact = tuple[int | None, int | None, int | None]
 
 
 def capped(result: CacheResult, ceiling: int, writes: bool, hour: bool = False) -> CacheResult:
@@ -47,6 +52,16 @@ def capped(result: CacheResult, ceiling: int, writes: bool, hour: bool = False) 
     return CacheResult(ceiling, result.write_tokens + lost, result.write_1h_tokens)
 
 
+def unwritten(result: CacheResult, prompt: int, fresh: int) -> CacheResult:
+    """`result` sending at least `fresh` tokens of the prompt uncached: taken from its writes (5-minute first)."""
+    need = fresh - (prompt - result.read_tokens - result.write_tokens - result.write_1h_tokens)
+    if need <= 0:
+        return result
+    from_5m = min(need, result.write_tokens)
+    from_1h = min(need - from_5m, result.write_1h_tokens)
+    return CacheResult(result.read_tokens, result.write_tokens - from_5m, result.write_1h_tokens - from_1h)
+
+
 def _innermost(model: CacheModel) -> CacheModel:
     while hasattr(model, "inner"):
         model = model.inner
@@ -56,9 +71,9 @@ def _innermost(model: CacheModel) -> CacheModel:
 class RecordedFacts:
     """A cache model whose answers obey the requests' recorded ceilings and floors (module docstring)."""
 
-    def __init__(self, inner: CacheModel, facts: Mapping[int, tuple[int | None, int | None]]) -> None:
+    def __init__(self, inner: CacheModel, facts: Mapping[int, Sequence[int | None]]) -> None:
         self.inner = inner
-        self.facts = {int(k): (v[0], v[1]) for k, v in facts.items()}
+        self.facts: dict[int, Fact] = {int(k): (v[0], v[1], v[2] if len(v) > 2 else None) for k, v in facts.items()}
         self.name = inner.name
         self.params = inner.params
         base = _innermost(inner)
@@ -84,7 +99,7 @@ class RecordedFacts:
         if fact is None:
             return answer
         real, warm = (answer, answer) if isinstance(answer, CacheResult) else answer
-        ceiling, floor = fact
+        ceiling, floor, fresh = fact
         now = real
         if ceiling is not None:
             writes = self._always_writes or now.write_tokens > 0 or now.write_1h_tokens > 0
@@ -92,6 +107,8 @@ class RecordedFacts:
         if floor is not None and previous is not None:
             shared = history.prefix_tokens(min(valid, previous + 1, n))  # the previous prompt and its response
             now = _warmed(now, history.prompt_tokens, min(floor, shared))
+        if fresh is not None:
+            now = unwritten(now, history.prompt_tokens, fresh)
         self.moved_down += max(0, real.read_tokens - now.read_tokens)
         self.moved_up += max(0, now.read_tokens - real.read_tokens)
         return now, warm
