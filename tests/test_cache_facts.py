@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from ctxsim.analysis import cache_anchor
 from ctxsim.analysis.calibrate import calibration
-from ctxsim.analysis.validate import validate
+from ctxsim.analysis.validate import validate, validation_tables
 from ctxsim.caching import CacheResult, cache_spec
 from ctxsim.caching.recorded import FACTS_KEY, RecordedFacts, capped
 from ctxsim.engine import Replayer, Setup, default_cache, resolve
@@ -185,6 +185,10 @@ def test_the_calibration_records_the_break_and_the_replay_reads_as_billed():
     manifest = cal.to_json()["cache_facts"]
     assert manifest["ceilings"] == 1 and manifest["by_session"] == {"s": {"3": [SYSTEM, None, None]}}
     assert any("capped at the recorded read" in n for n in cal.notes)
+    tables, _ = validation_tables(validate(trace, "chars4", calibration=cal))
+    said = [r[1] for t in tables for r in t.rows if r[0] == "recorded cache facts (for every policy)"]
+    assert said == [(f"1 read ceiling(s) ({cal.cache_facts_moved['down']:,} tokens), 0 floor(s) (0 tokens), "
+                    "0 uncached tail(s) (0 tokens)")]
     # the point estimate is the bill within a few tokens' price, inside the range; the low end is the model alone
     low, high = result.cost_range_usd
     assert low <= result.simulated_cost <= high

@@ -86,12 +86,14 @@ def moved_tokens(before: Sequence[Sequence[Any]], after: Sequence[Sequence[Any]]
     down = up = unwritten = 0
     for old, new in zip(before, after, strict=True):
         for a, b in zip(old, new, strict=True):
-            if a.index not in facts.get(a.session, {}):
+            fact = facts.get(a.session, {}).get(a.index)
+            if fact is None:
                 continue
             delta = b.row.cache_read_tokens - a.row.cache_read_tokens
             down += max(0, -delta)
             up += max(0, delta)
-            unwritten += max(0, _uncached(b.row) - _uncached(a.row))
+            if fact[2] is not None:  # a fresh tail (a provider that writes: the reads moved to writes, not here)
+                unwritten += max(0, _uncached(b.row) - _uncached(a.row))
     return {"down": down, "up": up, "unwritten": unwritten}
 
 
