@@ -172,6 +172,10 @@ def test_the_calibration_records_the_break_and_the_replay_reads_as_billed():
     trace = _billed_trace()
     cal = calibration(trace, "chars4")
     assert cal.cache_facts == {"s": {3: (SYSTEM, None, None)}}
+    assert cal.warm_start_tokens == {}  # a cold first request: no warm start, and never a fact (WarmStart's)
+    # carried on the session for every replay of the calibrated trace (replay, compare: any policy)
+    assert cal.apply(trace).sessions[0].extra[FACTS_KEY] == {3: (SYSTEM, None, None)}
+    assert FACTS_KEY not in trace.sessions[0].extra
     assert cal.quality["cache_ceilings"] == 1 and cal.quality["cache_floors"] == 0
     result = validate(trace, "chars4", calibration=cal)
     by_index = {c.index: c for c in result.checks}
