@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from ctxsim.caching import CacheModel, CacheResult, CacheSpec, WarmStart, cache_spec
+from ctxsim.caching.none import unpriced_cache
+from ctxsim.caching.recorded import FACTS_KEY, RecordedFacts
 from ctxsim.composition import Composition, Snapshots, column_of
 from ctxsim.errors import CtxsimError
 from ctxsim.history import Edit as Spliced
@@ -30,7 +32,7 @@ DEFAULT_PROVIDER = "anthropic"
 DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_WINDOW = 200_000
 DEFAULT_RESERVE = 20_000
-DEFAULT_CACHE = {"anthropic": "anthropic", "openai": "openai"}
+DEFAULT_CACHE = {"anthropic": "anthropic", "openai": "openai", "deepseek": "deepseek"}
 
 
 def default_cache(provider: str, model: str | None) -> str:
@@ -142,6 +144,8 @@ def resolve(trace: Trace, setup: Setup) -> tuple[Resolved, Pricer]:
     model = setup.model or model or DEFAULT_MODEL
     pricer = Pricer(provider, model)
     spec = setup.cache or default_cache(pricer.provider_id, pricer.model_id)
+    if setup.cache is None and unpriced_cache(trace, pricer):  # no cache-read price: the provider caches nothing
+        spec = "none"
     if setup.cache_ttl and spec.split(":", 1)[0] == "anthropic":
         spec = f"{spec}{',' if ':' in spec else ':'}ttl={setup.cache_ttl}"
     window = setup.window or next((s.window for s in trace.sessions if s.window), None) \
@@ -359,6 +363,9 @@ class Replayer:
         warm_start = session.extra.get("warm_start_tokens")  # a prefix cached before its log began (calibrate)
         if isinstance(warm_start, int) and warm_start > 0:
             cache = WarmStart(cache, warm_start)
+        facts = session.extra.get(FACTS_KEY)  # recorded ceilings and floors of the cache (calibrate; caching/recorded)
+        if facts:
+            cache = RecordedFacts(cache, facts)
         request_pricer = self.pricers.request
         window = self.resolved.window
         reserve = self.setup.output_reserve

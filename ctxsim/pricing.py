@@ -422,6 +422,10 @@ class Pricer:
             self._prices_memo[key] = prices
         return prices
 
+    def prices_cache_reads(self, ts_s: float | None) -> bool:
+        """Whether the price data has a cache-read price for this model at `ts_s` (None: now)."""
+        return getattr(self._prices(ts_s), "cache_read_mtok", None) is not None
+
     def costs(self, real: Bill, warm: Bill, ts_s: float | None) -> tuple[Decimal, Decimal, Decimal]:
         """One request three ways: as metered, with a warm cache, and with no cache at all."""
         card = self._card(self._prices(ts_s), real.input_tokens)

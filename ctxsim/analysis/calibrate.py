@@ -67,6 +67,8 @@ from importlib.resources import files
 from statistics import median
 from typing import Any
 
+from ctxsim.analysis import cache_anchor
+from ctxsim.caching.recorded import FACTS_KEY
 from ctxsim.engine import Replayer, Setup
 from ctxsim.history import Item
 from ctxsim.model import Message, Session, Trace
@@ -415,6 +417,11 @@ class Calibration:
     # prompt + tools / project context / conversation), so `apply` puts it after the system breakpoint.
     system_layer_tokens: dict[str, int] = field(default_factory=dict)
     context_tokens: dict[str, int] = field(default_factory=dict)  # of each such prefix, what lies past the layer
+    # per session part, the requests whose recorded cache read the cache model cannot produce: request number
+    # -> (ceiling, floor, fresh), replayed as the provider's facts for every policy (analysis/cache_anchor,
+    # caching/recorded)
+    cache_facts: dict[str, dict[int, tuple[int | None, int | None, int | None]]] = field(default_factory=dict)
+    cache_facts_moved: dict[str, int] = field(default_factory=dict)  # tokens they moved: read down, up; unwritten
 
     @property
     def missing_tokens(self) -> int:
@@ -510,6 +517,9 @@ class Calibration:
             warm = self.warm_start_tokens.get(s.id)
             if warm:
                 new = replace(new, extra={**new.extra, "warm_start_tokens": warm})
+            facts = self.cache_facts.get(s.id)
+            if facts:  # the provider's recorded cache behaviour (caching/recorded.RecordedFacts)
+                new = replace(new, extra={**new.extra, FACTS_KEY: dict(facts)})
             if touched:
                 new = replace(new, messages=tuple(messages))
             changed = changed or new is not s
@@ -537,7 +547,8 @@ class Calibration:
                 "session_cost_ranges_usd": {k: [str(lo), str(hi)] for k, (lo, hi) in self.session_cost_ranges.items()},
                 "warm_start_tokens": dict(self.warm_start_tokens),
                 "system_layer_tokens": dict(self.system_layer_tokens),
-                "context_tokens": dict(self.context_tokens)}
+                "context_tokens": dict(self.context_tokens),
+                "cache_facts": cache_anchor.to_json(self.cache_facts, self.cache_facts_moved)}
 
 
 # ---------------------------------------------------------------- the fit
@@ -902,14 +913,17 @@ def _carrier(session: Session, position: int) -> int:
 
 
 def _assess(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibration:
-    """Replay the calibrated `none` once: in-sample quality, recorded and simulated cost, and the cost range."""
+    """Replay the calibrated `none`: in-sample quality, recorded and simulated cost, and the cost range.
+
+    The first replay is the cache model alone: it gives the cost range and the requests whose recorded
+    read the model cannot produce (analysis/cache_anchor). With any, the calibration carries them as the
+    provider's facts and a second replay with them gives the quality and the point estimate (inside
+    the range: its low end is the model without them)."""
     applied = cal.apply(trace, counter)
     replayer, _, _, per_session = replay_none(applied, counter, cal.framing(), cal.setup())
     writes_cache = replayer.resolved.provider == "anthropic"
     breaks = 0
-    errors: list[float] = []
-    rec_in = sim_in = rec_read = sim_read = 0
-    rec_cost = sim_cost = low_cost = high_cost = Decimal(0)
+    low_cost = high_cost = Decimal(0)
     ranges: dict[str, tuple[Decimal, Decimal]] = {}
     for session, requests in zip(applied.sessions, per_session, strict=True):
         shared = (session.system_tokens if session.system_tokens is not None else 0) \
@@ -924,15 +938,7 @@ def _assess(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibratio
             assert u is not None
             row = r.row
             pricer = replayer.pricer_for(session, r.recorded)  # the request's own model's prices
-            errors.append((row.input_tokens - u.input_tokens) / u.input_tokens)
-            rec_in += u.input_tokens
-            sim_in += row.input_tokens
-            rec_read += u.cache_read_tokens
-            sim_read += row.cache_read_tokens
             ts = r.recorded.ts_s
-            rec_cost += pricer.cost(Bill(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens,
-                                         u.cache_write_1h_tokens, u.output_tokens), ts)
-            sim_cost += row.cost_usd
             low = row.cost_warm_usd
             if first:  # the shared prefix may have been cached by another session before this log starts
                 low = min(low, _warm_start(pricer, row, shared, ts))
@@ -956,23 +962,62 @@ def _assess(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibratio
             ranges[session.id] = (min(s_low, s_high), s_high)
         low_cost += min(s_low, s_high)
         high_cost += s_high
+    facts = cache_anchor.recorded_facts(applied.sessions, per_session)
+    moved = {"down": 0, "up": 0, "unwritten": 0}
+    if facts:  # replayed again with the provider's recorded cache facts: the point estimate
+        cal = replace(cal, cache_facts=facts)
+        applied = cal.apply(trace, counter)
+        replayer, _, _, with_facts = replay_none(applied, counter, cal.framing(), cal.setup())
+        moved = cache_anchor.moved_tokens(per_session, with_facts, facts)
+        per_session = with_facts
+    errors: list[float] = []
+    rec_in = sim_in = rec_read = sim_read = 0
+    rec_cost = sim_cost = Decimal(0)
+    for session, requests in zip(applied.sessions, per_session, strict=True):
+        s_cost = Decimal(0)
+        for r in requests:
+            if not _billed(r):
+                continue
+            u = r.recorded.usage
+            assert u is not None
+            row = r.row
+            pricer = replayer.pricer_for(session, r.recorded)
+            errors.append((row.input_tokens - u.input_tokens) / u.input_tokens)
+            rec_in += u.input_tokens
+            sim_in += row.input_tokens
+            rec_read += u.cache_read_tokens
+            sim_read += row.cache_read_tokens
+            rec_cost += pricer.cost(Bill(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens,
+                                         u.cache_write_1h_tokens, u.output_tokens), r.recorded.ts_s)
+            s_cost += row.cost_usd
+        sim_cost += s_cost
+        if session.id in ranges:  # the point estimate inside its range
+            lo, hi = ranges[session.id]
+            ranges[session.id] = (min(lo, s_cost), max(hi, s_cost))
+    low_cost, high_cost = min(low_cost, sim_cost), max(high_cost, sim_cost)
     ordered = sorted(abs(e) for e in errors)
 
     def q(p: float) -> float:
         return ordered[max(1, math.ceil(p * len(ordered))) - 1] if ordered else 0.0
 
+    ceilings, floors, fresh = cache_anchor.counts(facts)
     quality = {"requests": len(errors), "prompt_error_median": round(q(0.5), 6), "prompt_error_p90": round(q(0.9), 6),
                "hit_rate_error_points": round(((sim_read / sim_in if sim_in else 0.0)
                                               - (rec_read / rec_in if rec_in else 0.0)) * 100, 4),
                "cost_error": round(float((sim_cost - rec_cost) / rec_cost), 6) if rec_cost else None,
-               "cache_breaks": breaks}
+               "cache_breaks": breaks, "cache_ceilings": ceilings, "cache_floors": floors,
+               "cache_fresh_tails": fresh}
     notes = list(cal.notes)
     if breaks:
         notes.append(f"{breaks} request(s) read less from the cache than the replay within the cache lifetime, "
                      "with nothing in the log changed (a change the log does not show, or a provider miss): "
                      "the cost range's high end bills them as recorded")
+    said = cache_anchor.note(facts, moved)
+    if said:
+        notes.append(said)
     return replace(cal, quality=quality, recorded_cost_usd=rec_cost, cost_usd=sim_cost, notes=tuple(notes),
-                   cost_range_usd=(low_cost, high_cost) if errors else None, session_cost_ranges=ranges)
+                   cost_range_usd=(low_cost, high_cost) if errors else None, session_cost_ranges=ranges,
+                   cache_facts=facts, cache_facts_moved=moved)
 
 
 def _cache_break(pricer: Pricer, row: Any, read: int, writes_cache: bool, ts: float | None) -> Decimal:

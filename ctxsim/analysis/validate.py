@@ -381,6 +381,15 @@ def validation_tables(v: Validation, worst: int = 10) -> tuple[list[Any], list[s
                           f"{len([v for v in cal.reattached_tokens.values() if v])} part(s)")])
         if cal.placeholder_outputs:
             rows.append(["output counts estimated", f"{len(cal.placeholder_outputs)} streaming placeholder(s)"])
+        if cal.cache_facts:  # the provider's recorded cache behaviour the model cannot produce (cache_anchor)
+            from ctxsim.analysis.cache_anchor import counts
+
+            ceilings, floors, fresh = counts(cal.cache_facts)
+            moved = cal.cache_facts_moved
+            rows.append(["recorded cache facts (for every policy)",
+                         (f"{ceilings} read ceiling(s) ({moved.get('down', 0):,} tokens), {floors} floor(s) "
+                         f"({moved.get('up', 0):,} tokens), {fresh} uncached tail(s) "
+                         f"({moved.get('unwritten', 0):,} tokens)")])
         out.append(TableData(
             f"calibration ({cal.mode}: on {cal.requests_used} recorded requests"
             + (f", {cal.requests_excluded} only anchor their segment" if cal.requests_excluded else "")
