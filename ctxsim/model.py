@@ -137,15 +137,24 @@ class Message:
         return parse_ts(self.ts) if self.ts else None
 
     def with_content(self, content: str) -> Message:
-        """`dataclasses.replace(self, content=content)` at half the cost (policies make one per stub)."""
+        """The message with its text replaced (a stub, a mask, a cut), at half the cost of `replace`.
+
+        What rode on the replaced text goes with it: a user or tool message's `extra_tokens` (its images
+        and documents, and tokens a calibration anchored on it for content the log does not show) are not
+        in the new text, so a policy that stubs the message saves them. An assistant message keeps its
+        `extra_tokens` (its reasoning, which its text does not hold; the provider rule drops that apart).
+        """
         values = list(_message_values(self))
         values[_CONTENT] = content
+        if self.role != "assistant":
+            values[_EXTRA_TOKENS] = 0
         return Message(*values)
 
 
 _MESSAGE_FIELDS = [f.name for f in fields(Message)]  # all init fields: Message(*values) rebuilds one
 _message_values = attrgetter(*_MESSAGE_FIELDS)
 _CONTENT = _MESSAGE_FIELDS.index("content")
+_EXTRA_TOKENS = _MESSAGE_FIELDS.index("extra_tokens")
 
 
 @dataclass(frozen=True, slots=True)

@@ -244,3 +244,35 @@ def test_openhands_sends_a_file_edit_as_the_editors_output_not_the_logged_diff(t
     assert [m.content for m in session.messages if m.role == "tool"] == [
         "File created successfully at: /w/a.py", "File created successfully at: /w/b.py",
         "[New file /w/c.py is created with the provided content.]\n"]
+
+
+# ---------------------------------------------------------------- what a stub takes with it
+
+def test_a_stub_takes_the_images_and_anchored_tokens_of_what_it_replaced() -> None:
+    """A tool result carrying 1,000 image / anchored tokens (extra_tokens): `clear` stubs it and the request
+    after the clearing is smaller by its text AND those 1,000; an assistant message keeps its own (its
+    reasoning, which the provider rule, not a stub, drops)."""
+    from tests.helpers import T0 as H0
+    from tests.helpers import replay, session_of, turn_messages
+
+    result = Message("tool", "x" * 400, tool_call_id="c1", name="read", extra_tokens=1_000)
+    assert result.with_content("[cleared]").extra_tokens == 0
+    assert Message("assistant", "a", extra_tokens=77).with_content("b").extra_tokens == 77
+
+    def trace(extra: int) -> Trace:
+        messages: list[Message] = []
+        for n in range(1, 7):
+            messages += turn_messages(n, "read", "y" * 4_000, H0 + 60 * n, user="go" if n == 1 else None)
+        first = next(i for i, m in enumerate(messages) if m.role == "tool")
+        messages[first] = Message("tool", "y" * 4_000, ts=messages[first].ts, tool_call_id="c1", name="read",
+                                  extra_tokens=extra)
+        return session_of(messages)
+
+    spec = "clear:trigger=3000,keep=1,clear_at_least=1"
+    plain = replay(trace(0), spec).events
+    heavy = replay(trace(1_000), spec).events
+    # chars4: each 4,000-character result is 1,000 tokens + 4 framing; a stub saves 977 of them. Plain, the
+    # first clearing (request 4) takes two results; with 1,000 more on result 1 it comes at request 3 and
+    # takes that one result alone: its text's 977 and the 1,000 that rode on it
+    assert [(e.request, e.messages, e.freed_tokens) for e in plain][:1] == [(4, 2, 2 * 977)]
+    assert [(e.request, e.messages, e.freed_tokens) for e in heavy][:1] == [(3, 1, 977 + 1_000)]
