@@ -1008,7 +1008,7 @@ def _assess(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibratio
                "cache_breaks": breaks, "cache_ceilings": ceilings, "cache_floors": floors,
                "cache_fresh_tails": fresh}
     notes = list(cal.notes)
-    if breaks:
+    if breaks and not ceilings:  # a ceiling says the same, and what the replay did with it
         notes.append(f"{breaks} request(s) read less from the cache than the replay within the cache lifetime, "
                      "with nothing in the log changed (a change the log does not show, or a provider miss): "
                      "the cost range's high end bills them as recorded")
