@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import cache
@@ -71,7 +71,7 @@ from ctxsim.analysis import cache_anchor
 from ctxsim.caching.recorded import FACTS_KEY
 from ctxsim.engine import Replayer, Setup
 from ctxsim.history import Item
-from ctxsim.model import Message, Session, Trace
+from ctxsim.model import Message, Session, Trace, Usage
 from ctxsim.policies import NoParams, Policy, Stages, parse_policy
 from ctxsim.policies.base import Edit, Replace, View
 from ctxsim.pricing import Bill, Pricer
@@ -337,6 +337,14 @@ def replay_none(trace: Trace, counter: TokenCounter, framing: Framing | None, se
 def _billed(request: Request) -> bool:
     usage = request.recorded.usage
     return usage is not None and usage.input_tokens > 0
+
+
+def _billed_usage(requests: Sequence[Request]) -> Iterator[tuple[Request, Usage]]:
+    """The requests that recorded their usage, each with it."""
+    for r in requests:
+        usage = r.recorded.usage
+        if usage is not None and usage.input_tokens > 0:
+            yield r, usage
 
 
 # ---------------------------------------------------------------- result
@@ -842,11 +850,7 @@ def _system_layers(trace: Trace, per_session: list[list[Request]], prefixes: Map
         base = sizer.system(session) + sizer.tools(session) + prefixes[session.id]
         previous: Message | None = None
         stops = []
-        for r in requests:
-            if not _billed(r):
-                continue
-            u = r.recorded.usage
-            assert u is not None
+        for r, u in _billed_usage(requests):
             if previous is not None and previous.usage is not None:
                 read = u.cache_read_tokens
                 if LAYER_MIN_TOKENS <= read < 0.95 * previous.usage.input_tokens and read <= base - LAYER_MIN_TOKENS:
@@ -931,11 +935,7 @@ def _assess(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibratio
         s_low = s_high = Decimal(0)
         first = first_seen = True
         previous: int | None = None
-        for r in requests:
-            if not _billed(r):
-                continue
-            u = r.recorded.usage
-            assert u is not None
+        for r, u in _billed_usage(requests):
             row = r.row
             pricer = replayer.pricer_for(session, r.recorded)  # the request's own model's prices
             ts = r.recorded.ts_s
@@ -975,11 +975,7 @@ def _assess(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibratio
     rec_cost = sim_cost = Decimal(0)
     for session, requests in zip(applied.sessions, per_session, strict=True):
         s_cost = Decimal(0)
-        for r in requests:
-            if not _billed(r):
-                continue
-            u = r.recorded.usage
-            assert u is not None
+        for r, u in _billed_usage(requests):
             row = r.row
             pricer = replayer.pricer_for(session, r.recorded)
             errors.append((row.input_tokens - u.input_tokens) / u.input_tokens)
