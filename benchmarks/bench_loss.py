@@ -1,7 +1,8 @@
 """Loss metering (ctxsim.loss) on a compare of 8 policies: what it adds, and how it grows with the trace.
 
 Prints, measured in this one run (best of `--repeat`, interleaved so a slow spell of the machine falls
-on both alike):
+on both alike; every compare starts as a fresh process would, with nothing classified yet: the extraction
+rules' memos, which live as long as the process, are emptied first):
 
 - the time of a compare of the 8 policies of bench_compare on the 2,400-turn synthetic trace with loss
   metering (the identifier index built once, a meter observing every run) divided by the same compare
@@ -26,12 +27,13 @@ from bench_replay import write_trace
 
 from ctxsim.api import Options, replay_choices
 from ctxsim.formats import read_trace
-from ctxsim.loss import TraceIndex
+from ctxsim.loss import TraceIndex, identifiers
 from ctxsim.policies.spec import resolve
 from ctxsim.tokens import get_tokenizer
 
 
 def compare_once(path: Path, loss: bool, jobs: int | None) -> float:
+    identifiers.forget()  # as a fresh process: no chunk, line or quote classified by an earlier repeat
     start = time.perf_counter()
     trace = read_trace(str(path))
     result = replay_choices(trace, str(path), resolve(POLICIES), Options(jobs=jobs, loss=loss))
@@ -44,6 +46,7 @@ def compare_once(path: Path, loss: bool, jobs: int | None) -> float:
 
 def index_once(path: Path) -> float:
     trace = read_trace(str(path))
+    identifiers.forget()
     start = time.perf_counter()
     TraceIndex().prime(trace.sessions)
     return time.perf_counter() - start

@@ -40,7 +40,7 @@ from operator import sub
 from typing import Any
 
 from ctxsim.history import Item
-from ctxsim.loss.identifiers import extract, message_identifiers
+from ctxsim.loss.identifiers import extract, extract_by_line, message_identifiers
 from ctxsim.loss.index import SOURCE_ROLES, SessionIndex, TraceIndex
 from ctxsim.model import Message, Session
 
@@ -118,8 +118,7 @@ class LossMeter:
         self._probe_state = probes.state() if probes is not None else None
         self._s: SessionIndex | None = None
         self._number = 0  # the last request number seen
-        self._memo: dict[str, tuple[str, ...]] = {}  # texts a policy wrote -> their identifiers
-        self._line_memo: dict[str, tuple[str, ...]] = {}  # lines of long texts a policy wrote -> theirs
+        self._memo: dict[str, tuple[str, ...]] = {}  # texts a policy wrote -> their identifiers (no session yet)
         self._reset()
 
     def _reset(self) -> None:
@@ -161,28 +160,16 @@ class LossMeter:
             return kept(message_identifiers(message))
         text = message.content
         if len(text) > DERIVED_TEXT_CHARS:
-            return kept(self._lines(text))
-        ids = self._memo.get(text)
+            # a long one (a summary that keeps earlier summaries' lines, zones', hierarchical's) line by line: no rule
+            # spans a line, so its identifiers are its lines' (each distinct line classified once, for all runs)
+            return kept(extract_by_line(text))
+        memo = s.derived if s is not None else self._memo  # a short text a policy wrote: once for all the runs
+        ids = memo.get(text)
         if ids is None:
-            if len(self._memo) > 4096:
-                self._memo.clear()
-            ids = self._memo[text] = kept(message_identifiers(message))
+            if len(memo) > 4096:
+                memo.clear()
+            ids = memo[text] = kept(extract(text))
         return ids
-
-    def _lines(self, text: str) -> tuple[str, ...]:
-        """A long text a policy wrote (a summary that keeps earlier summaries' lines, zones', hierarchical's), line
-        by line: no rule spans a line, so its identifiers are its lines' (each distinct line extracted once)."""
-        memo = self._line_memo
-        if len(memo) > 65_536:
-            memo.clear()
-        out: dict[str, None] = {}
-        for line in text.split("\n"):
-            ids = memo.get(line)
-            if ids is None:
-                ids = memo[line] = extract(line)
-            for x in ids:
-                out[x] = None
-        return tuple(out)
 
     def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
         items = self.items
