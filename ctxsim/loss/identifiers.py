@@ -293,8 +293,10 @@ def extract(text: str) -> tuple[str, ...]:
 
 
 def extract_by_line(text: str) -> tuple[str, ...]:
-    """Each distinct line's identifiers (`extract` of the line) one line after another, each identifier once: the
-    same set as `extract(text)`, in another order (for a long text whose order does not matter)."""
+    """Each distinct line's identifiers (`extract` of the line) one line after another, each identifier once (for a
+    long text whose order does not matter). The same as `extract(text)` but for the order, and for the one rule that
+    reads a whole text: double quotes count in a line holding a backslash (`_QUOTE_GATES`), not in any line of a
+    text holding one."""
     if not text:
         return ()
     lines = list(dict.fromkeys(text.split("\n"))) if "\n" in text else [text]
@@ -303,12 +305,14 @@ def extract_by_line(text: str) -> tuple[str, ...]:
     if None in held:
         if len(memo) > LINE_MEMO_ENTRIES:
             memo.clear()
-        for i, known in enumerate(held):
-            if known is None:
-                line = lines[i]
-                held[i] = found = extract(line)
-                if len(line) <= LINE_MEMO_CHARS:
-                    memo[line] = found
+        new = [i for i, known in enumerate(held) if known is None]
+        fresh = [lines[i] for i in new]  # classified together (`_new_lines`), then each put as `extract(line)` puts it
+        for i, line, tokens, special in zip(new, fresh, *_new_lines(fresh), strict=True):
+            own = tokens if special is None else tuple(dict.fromkeys(chain(special[0], special[1], tokens, *(
+                special[2 + n] for n, gate in enumerate(_QUOTE_GATES) if gate in line))))
+            held[i] = own
+            if len(line) <= LINE_MEMO_CHARS:
+                memo[line] = own
     if len(held) == 1:
         return held[0]  # type: ignore[return-value]
     return tuple(dict.fromkeys(chain.from_iterable(held)))  # type: ignore[arg-type]

@@ -35,7 +35,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import chain, repeat
 from operator import sub
 from typing import Any
 
@@ -45,6 +45,7 @@ from ctxsim.loss.index import SOURCE_ROLES, SessionIndex, TraceIndex
 from ctxsim.model import Message, Session
 
 DERIVED_TEXT_CHARS = 2_000  # a text a policy wrote longer than this is extracted line by line
+BULK = 4  # an edit removing this many items or more has their identifiers counted down together
 ARRIVAL = "arrival"  # the event kind of a removal made as the message arrived (truncated on append)
 
 
@@ -125,6 +126,7 @@ class LossMeter:
         # live count of x = base count (recorded messages appended so far: SessionIndex.uses) + delta[x]
         self.delta: Counter[str] = Counter()  # what the run's edits (and rewrites on arrival) changed
         self.written: dict[int, tuple[Item, tuple[str, ...]]] = {}  # id(item) -> item a policy wrote, its identifiers
+        self.bodies: dict[int, tuple[str, ...]] = {}  # id(item) -> a long text's identifiers after its first line
         self.items: dict[int, Item] | None = {} if self._probe_state is not None else None  # every live item (probes)
         self.sizes: dict[int, int] = {}  # source session index -> tokens as it arrived
         self.gone: dict[str, list[Any]] = {}  # identifier -> [request, stage, kind] of the last edit removing it
@@ -142,7 +144,9 @@ class LossMeter:
         self._s = self.index.of(self._queue.pop(0))
         self._reset()
 
-    def _ids(self, item: Item) -> tuple[str, ...]:
+    def _ids(self, item: Item, carried: Sequence[tuple[str, tuple[str, ...]]] = ()) -> tuple[str, ...]:
+        """The identifiers `item` holds; `carried`: (text, identifiers after its first line) of the long texts a
+        policy wrote that the same edit removed (a summary may carry one forward)."""
         message = item.message
         s = self._s
         if item.origin >= 0 and s is not None:
@@ -160,9 +164,7 @@ class LossMeter:
             return kept(message_identifiers(message))
         text = message.content
         if len(text) > DERIVED_TEXT_CHARS:
-            # a long one (a summary that keeps earlier summaries' lines, zones', hierarchical's) line by line: no rule
-            # spans a line, so its identifiers are its lines' (each distinct line classified once, for all runs)
-            return kept(extract_by_line(text))
+            return self._long(item, text, carried)
         memo = s.derived if s is not None else self._memo  # a short text a policy wrote: once for all the runs
         ids = memo.get(text)
         if ids is None:
@@ -204,12 +206,19 @@ class LossMeter:
         delta = self.delta
         gone = self.gone
         s = self._s
+        carried: list[tuple[str, tuple[str, ...]]] = []  # the long texts a policy wrote that this edit removes
+        if len(removed) >= BULK and s is not None:  # a compaction: the removed items' identifiers counted at once
+            self._remove_many(removed, ref, carried)
+            removed = ()
         for item in removed:
             if items is not None:
                 items.pop(id(item), None)
             entry = written.pop(id(item), None)
             if entry is not None:
                 ids = entry[1]
+                body = self.bodies.pop(id(item), None)
+                if body is not None:
+                    carried.append((item.message.content, body))
             else:
                 own = s.of(item.message) if s is not None else None
                 if own is None:
@@ -222,9 +231,65 @@ class LossMeter:
         for item in added:
             if items is not None:
                 items[id(item)] = item
-            ids = self._ids(item)
+            ids = self._ids(item, carried)
             written[id(item)] = (item, ids)
             delta.update(ids)
+
+    def _long(self, item: Item, text: str, carried: Sequence[tuple[str, tuple[str, ...]]]) -> tuple[str, ...]:
+        """The identifiers of a long text a policy wrote (a summary that keeps earlier summaries' lines, zones',
+        hierarchical's), line by line: no rule spans a line, so its identifiers are its lines' (each distinct line
+        classified once, for all runs). A summary that carries a removed one forward (its lines after the first,
+        whole lines in the new text) has those lines' identifiers already: only the rest is read."""
+        s = self._s
+        kept = s.kept if s is not None else tuple
+        cut = text.find("\n")
+        head, body = (text, "") if cut < 0 else (text[:cut], text[cut + 1:])
+        body_ids: tuple[str, ...] | None = None
+        for old, old_ids in carried:
+            old_cut = old.find("\n")
+            old_body = old[old_cut + 1:] if old_cut >= 0 else ""
+            at = body.find(old_body) if old_body else -1
+            end = at + len(old_body)
+            if at >= 0 and (at == 0 or body[at - 1] == "\n") and (end == len(body) or body[end] == "\n"):
+                body_ids = tuple(dict.fromkeys(chain(kept(extract_by_line(body[:at])), old_ids,
+                                                     kept(extract_by_line(body[end:])))))
+                break
+        if body_ids is None:
+            body_ids = kept(extract_by_line(body))
+        self.bodies[id(item)] = body_ids
+        return tuple(dict.fromkeys(chain(kept(extract_by_line(head)), body_ids)))
+
+    def _remove_many(self, removed: Sequence[Item], ref: list[Any], carried: list[tuple[str, tuple[str, ...]]]) -> None:
+        """`observe`'s removals, many at once: the same counts and removal records, one update for all."""
+        s = self._s
+        assert s is not None
+        items = self.items
+        if items is not None:
+            for key in map(id, removed):
+                items.pop(key, None)
+        by_message, ids = s.by_message, s.ids
+        held: list[tuple[str, ...]] = []
+        tool = self._tool_removed
+        bodies = self.bodies
+        for item, entry in zip(removed, map(self.written.pop, map(id, removed), repeat(None)), strict=True):
+            if entry is not None:
+                held.append(entry[1])
+                body = bodies.pop(id(item), None)
+                if body is not None:
+                    carried.append((item.message.content, body))
+            else:
+                at = by_message.get(id(item.message))
+                if at is None:
+                    continue
+                held.append(ids[at])
+            if not tool and item.message.role == "tool":
+                tool = True
+        self._tool_removed = tool
+        every = list(chain.from_iterable(held))
+        counts = Counter(every)
+        delta = self.delta
+        dict.update(delta, zip(counts, map(sub, map(delta.get, counts, repeat(0)), counts.values()), strict=True))
+        self.gone.update(zip(every, repeat(ref)))
 
     def requested(self, number: int, message: Message, edits: Sequence[tuple[str, str, int]]) -> None:
         """Request `number` is about to be sent; `message` is the recorded answer; `edits` the (stage,
