@@ -80,10 +80,12 @@ def test_a_long_line_is_read_each_time_and_not_kept() -> None:
     assert line not in identifiers._LINE
 
 
-@pytest.mark.parametrize("spec", ["compact:trigger=3000", "tiered:max_context_tokens=3000", "zones:window=6000"])
+@pytest.mark.parametrize("spec", ["compact:trigger=3000", "tiered:max_context_tokens=3000", "zones:window=6000",
+                                  "clear:trigger=3000,keep=2", "mask:keep=2"])
 def test_bulk_removals_count_what_single_removals_count(spec: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The meter counts the identifiers of an edit removing many items down at once (meter.BULK): the same misses,
-    removal records and re-fetches as when it counts them one item at a time."""
+    """The meter counts the identifiers of an edit removing many items down at once (meter.BULK), and of a stub
+    replacing one recorded message by what it drops (meter.STUBS): the same misses, removal records and re-fetches
+    as when it counts every removed item down and every added one up, one at a time."""
     from ctxsim.engine import Replayer, Setup
     from ctxsim.loss import TraceIndex, meter, metered_run
     from ctxsim.policies.spec import resolve
@@ -94,6 +96,7 @@ def test_bulk_removals_count_what_single_removals_count(spec: str, monkeypatch: 
 
     def run(bulk: int) -> tuple[str, str]:
         monkeypatch.setattr(meter, "BULK", bulk)
+        monkeypatch.setattr(meter, "STUBS", bulk < 10**9)
         replayer = Replayer(trace, MessageSizer(TokenCounter(get_tokenizer("chars4"))), Setup())
         loss = metered_run(replayer, resolve([spec])[0].policy, index=TraceIndex()).loss
         return repr(loss.misses), repr(loss.refetches)

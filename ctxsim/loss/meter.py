@@ -35,7 +35,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import chain, repeat
+from itertools import chain, filterfalse, repeat
 from operator import sub
 from typing import Any
 
@@ -46,6 +46,7 @@ from ctxsim.model import Message, Session
 
 DERIVED_TEXT_CHARS = 2_000  # a text a policy wrote longer than this is extracted line by line
 BULK = 4  # an edit removing this many items or more has their identifiers counted down together
+STUBS = True  # an edit replacing one recorded message by a copy counts down only what the copy dropped
 ARRIVAL = "arrival"  # the event kind of a removal made as the message arrived (truncated on append)
 
 
@@ -206,6 +207,25 @@ class LossMeter:
         delta = self.delta
         gone = self.gone
         s = self._s
+        if STUBS and len(removed) == 1 and len(added) == 1 and items is None and s is not None:  # clear, mask, tiered
+            old, new = removed[0], added[0]
+            origin = old.origin
+            if origin >= 0 and new.origin == origin and old.message is s.session.messages[origin] \
+                    and s.of(new.message) is None:
+                # a recorded message replaced by a copy of it: the copy holds some of its identifiers (`_ids`), the
+                # rest are counted down; every one of them was removed by this edit
+                written.pop(id(old), None)
+                recorded = s.ids[origin]
+                ids = self._ids(new)
+                written[id(new)] = (new, ids)
+                if len(ids) != len(recorded):
+                    dropped = list(filterfalse(set(ids).__contains__, recorded))
+                    dict.update(delta, zip(dropped, map(sub, map(delta.get, dropped, repeat(0)), repeat(1)),
+                                           strict=True))
+                if old.message.role == "tool":
+                    self._tool_removed = True
+                gone.update(zip(recorded, repeat(ref)))
+                return
         carried: list[tuple[str, tuple[str, ...]]] = []  # the long texts a policy wrote that this edit removes
         if len(removed) >= BULK and s is not None:  # a compaction: the removed items' identifiers counted at once
             self._remove_many(removed, ref, carried)
@@ -295,7 +315,13 @@ class LossMeter:
         """Request `number` is about to be sent; `message` is the recorded answer; `edits` the (stage,
         event kind, splices) of every edit this request's stages applied, in order."""
         self._number = number
-        if self._refs:
+        refs = self._refs
+        if refs and len(edits) == 1 and len(refs) <= edits[0][2]:  # one edit made them all (splices 1..n of it)
+            stage, kind = edits[0][0], edits[0][1]
+            for _, ref in refs:
+                ref[0], ref[1], ref[2] = number, stage, kind
+            refs.clear()
+        if refs:
             bounds: list[tuple[int, str, str]] = []
             total = 0
             for stage, kind, count in edits:
