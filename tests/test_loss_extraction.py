@@ -104,3 +104,16 @@ def test_bulk_removals_count_what_single_removals_count(spec: str, monkeypatch: 
     one_at_a_time = run(10**9)
     assert "Miss(" in one_at_a_time[0]  # the policy does lose something here: the comparison is not vacuous
     assert run(2) == one_at_a_time
+
+
+def test_the_line_memos_stay_within_their_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A memo about to pass LINE_MEMO_TOTAL_CHARS is emptied first; what is read stays the same."""
+    monkeypatch.setattr(identifiers, "LINE_MEMO_TOTAL_CHARS", 400)
+    forget()
+    texts = ["\n".join(f"line_{i}_{j} = {i * 1000 + j}" for j in range(12)) for i in range(30)]
+    for text in texts + texts:  # the second time round, half known
+        assert extract(text) == reference_extract(text)
+        assert extract_by_line(text) == tuple(dict.fromkeys(x for line in text.split("\n")
+                                                            for x in reference_extract(line)))
+        assert sum(map(len, identifiers._LINE)) <= 400 and sum(map(len, identifiers._BY_LINE)) <= 400
+        assert sum(map(len, identifiers._MET)) <= 400

@@ -89,6 +89,19 @@ _BY_LINE: dict[str, tuple[str, ...]] = {}  # line -> `extract(line)` (extract_by
 _MET: set[str] = set()  # lines met in a text read whole (kept in `_LINE` when met again)
 LINE_MEMO_CHARS = 2_000  # longer lines are classified each time they are met (a long line seldom repeats)
 LINE_MEMO_ENTRIES = 500_000
+LINE_MEMO_TOTAL_CHARS = 32_000_000  # each line memo is emptied once its lines pass this many characters in all
+_KEPT = {"line": 0, "by_line": 0, "met": 0}  # characters of the lines each memo holds (about)
+
+
+def _room(memo: dict[str, Any] | set[str], name: str, lines: list[str]) -> None:
+    """Empty `memo` (and `_SPECIAL` with `_LINE`) first when `lines` would take it past its bounds."""
+    size = sum(map(len, lines))
+    if len(memo) > LINE_MEMO_ENTRIES or _KEPT[name] + size > LINE_MEMO_TOTAL_CHARS:
+        memo.clear()
+        if memo is _LINE:
+            _SPECIAL.clear()
+        _KEPT[name] = 0
+    _KEPT[name] += size
 
 
 def _common(text: str) -> bool:
@@ -220,9 +233,7 @@ def _new_lines(lines: list[str]) -> tuple[list[tuple[str, ...]], list[Special | 
     for at, entry in found.items():
         specials[at] = tuple(tuple(dict.fromkeys(values)) for values in entry)
     lines_memo = _LINE
-    if len(lines_memo) > LINE_MEMO_ENTRIES:
-        lines_memo.clear()
-        _SPECIAL.clear()
+    _room(lines_memo, "line", lines)
     for line, own, special in zip(lines, ids, specials, strict=True):
         if len(line) <= LINE_MEMO_CHARS:
             lines_memo[line] = own
@@ -255,8 +266,7 @@ def _lines_of(text: str) -> tuple[list[str], list[tuple[str, ...]], list[Special
         fresh = [lines[i] for i in new]
         met = _MET
         if 4 * (len(lines) - len(new) + len(met.intersection(fresh))) < len(lines):  # mostly never met
-            if len(met) > LINE_MEMO_ENTRIES:
-                met.clear()
+            _room(met, "met", fresh)
             met.update(fresh)
             return None
         for i, own, special in zip(new, *_new_lines(fresh), strict=True):
@@ -303,10 +313,9 @@ def extract_by_line(text: str) -> tuple[str, ...]:
     memo = _BY_LINE
     held: list[tuple[str, ...] | None] = list(map(memo.get, lines))
     if None in held:
-        if len(memo) > LINE_MEMO_ENTRIES:
-            memo.clear()
         new = [i for i, known in enumerate(held) if known is None]
         fresh = [lines[i] for i in new]  # classified together (`_new_lines`), then each put as `extract(line)` puts it
+        _room(memo, "by_line", fresh)
         for i, line, tokens, special in zip(new, fresh, *_new_lines(fresh), strict=True):
             own = tokens if special is None else tuple(dict.fromkeys(chain(special[0], special[1], tokens, *(
                 special[2 + n] for n, gate in enumerate(_QUOTE_GATES) if gate in line))))
@@ -375,6 +384,8 @@ def forget() -> None:
     """Let go of every chunk, line and quote classified so far (a process starts with none)."""
     for memo in (_MEMO, _TOKENS, _QUOTED_MEMO, _LINE, _SPECIAL, _BY_LINE, _MET):
         memo.clear()
+    for name in _KEPT:
+        _KEPT[name] = 0
 
 
 def _strings(value: Any) -> Iterator[str]:
