@@ -97,6 +97,7 @@ def test_bulk_removals_count_what_single_removals_count(spec: str, monkeypatch: 
     def run(bulk: int) -> tuple[str, str]:
         monkeypatch.setattr(meter, "BULK", bulk)
         monkeypatch.setattr(meter, "STUBS", bulk < 10**9)
+        monkeypatch.setattr(meter, "CARRY", bulk < 10**9)
         replayer = Replayer(trace, MessageSizer(TokenCounter(get_tokenizer("chars4"))), Setup())
         loss = metered_run(replayer, resolve([spec])[0].policy, index=TraceIndex()).loss
         return repr(loss.misses), repr(loss.refetches)
@@ -117,3 +118,24 @@ def test_the_line_memos_stay_within_their_bounds(monkeypatch: pytest.MonkeyPatch
                                                             for x in reference_extract(line)))
         assert sum(map(len, identifiers._LINE)) <= 400 and sum(map(len, identifiers._BY_LINE)) <= 400
         assert sum(map(len, identifiers._MET)) <= 400
+
+
+def test_a_rolling_summary_counts_as_if_read_whole() -> None:
+    """A summary whose oldest lines are dropped and new ones added (lines repeated, an empty one, a line that opens
+    like the new first one): its counts from the old one's equal its own lines' counts; one that does not carry
+    the old one forward is not taken for one."""
+    from ctxsim.loss.meter import _carried, _line_counts
+
+    body = ["- read src/a.py: alpha_one", "- read src/b.py: beta_two", "- read src/a.py: alpha_one", "",
+            "- ran pytest: FAILED tests/test_c.py", "- read src/b.py: beta_two and gamma_three", "- saw 12345"]
+    for drop in range(len(body)):
+        for extra in (["- new_name() in src/d.py"], [], ["- read src/a.py: alpha_one", "- 98765"]):
+            old = "[Summary of 7 messages]\n" + "\n".join(body)
+            new_body = "\n".join(body[drop:] + extra)
+            counts = _carried(old, _line_counts(body, None), new_body, None)
+            if drop < len(body) - 1 or body[drop:]:
+                assert counts is not None
+                assert +counts == +_line_counts(new_body.split("\n"), None), (drop, extra)
+    old = "[Summary]\nalpha_one here\nbeta_two here"
+    assert _carried(old, _line_counts(["alpha_one here", "beta_two here"], None), "beta_two here!\nmore", None) is None
+    assert _carried(old, _line_counts(["alpha_one here", "beta_two here"], None), "something_else", None) is None

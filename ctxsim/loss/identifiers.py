@@ -310,6 +310,14 @@ def extract_by_line(text: str) -> tuple[str, ...]:
     if not text:
         return ()
     lines = list(dict.fromkeys(text.split("\n"))) if "\n" in text else [text]
+    held = identifiers_of_lines(lines)
+    if len(held) == 1:
+        return held[0]
+    return tuple(dict.fromkeys(chain.from_iterable(held)))
+
+
+def identifiers_of_lines(lines: list[str]) -> list[tuple[str, ...]]:
+    """`extract(line)` of each of `lines` (each holding no line break): the lines never met classified together."""
     memo = _BY_LINE
     held: list[tuple[str, ...] | None] = list(map(memo.get, lines))
     if None in held:
@@ -322,9 +330,7 @@ def extract_by_line(text: str) -> tuple[str, ...]:
             held[i] = own
             if len(line) <= LINE_MEMO_CHARS:
                 memo[line] = own
-    if len(held) == 1:
-        return held[0]  # type: ignore[return-value]
-    return tuple(dict.fromkeys(chain.from_iterable(held)))  # type: ignore[arg-type]
+    return held  # type: ignore[return-value]
 
 
 def reference_extract(text: str) -> tuple[str, ...]:
@@ -420,5 +426,5 @@ def message_identifiers(message: Any) -> tuple[str, ...]:
     return extract("\n".join(parts))
 
 
-__all__ = ["FILE_EXTENSIONS", "STOPLIST", "extract", "extract_by_line", "forget", "message_identifiers",
-           "reference_extract"]
+__all__ = ["FILE_EXTENSIONS", "STOPLIST", "extract", "extract_by_line", "forget", "identifiers_of_lines",
+           "message_identifiers", "reference_extract"]

@@ -33,20 +33,21 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, filterfalse, repeat
 from operator import sub
 from typing import Any
 
 from ctxsim.history import Item
-from ctxsim.loss.identifiers import extract, extract_by_line, message_identifiers
+from ctxsim.loss.identifiers import extract, extract_by_line, identifiers_of_lines, message_identifiers
 from ctxsim.loss.index import SOURCE_ROLES, SessionIndex, TraceIndex
 from ctxsim.model import Message, Session
 
 DERIVED_TEXT_CHARS = 2_000  # a text a policy wrote longer than this is extracted line by line
 BULK = 4  # an edit removing this many items or more has their identifiers counted down together
 STUBS = True  # an edit replacing one recorded message by a copy counts down only what the copy dropped
+CARRY = True  # a long text a policy wrote that carries a removed one forward reads only its new lines
 ARRIVAL = "arrival"  # the event kind of a removal made as the message arrived (truncated on append)
 
 
@@ -109,6 +110,53 @@ class LossReport:
         return sum(1 for p in self.probes if not p["end"])
 
 
+def _line_counts(lines: list[str], vocabulary: frozenset[str] | None) -> Counter[str]:
+    """How many of `lines` (each occurrence) hold each identifier (those of `vocabulary` only, when given)."""
+    times = Counter(lines)
+    distinct = list(times)
+    counts: Counter[str] = Counter()
+    for line, found in zip(distinct, identifiers_of_lines(distinct), strict=True):
+        ids = found if vocabulary is None or not found else tuple(filter(vocabulary.__contains__, found))
+        if ids:
+            counts.update(dict.fromkeys(ids, times[line]))
+    return counts
+
+
+def _carried(old: str, old_counts: Counter[str], body: str, vocabulary: frozenset[str] | None) -> Counter[str] | None:
+    """`body`'s line counts from those of `old`'s lines after its first, when `body` opens with whole lines of it
+    that run to its end (None otherwise): less the old lines before them, plus `body`'s lines after them."""
+    cut = old.find("\n")
+    if cut < 0:
+        return None
+    old_body = old[cut + 1:]
+    end = body.find("\n")
+    first = body if end < 0 else body[:end]
+    for at in _line_starts(old_body, first):
+        kept = len(old_body) - at
+        if body.startswith(old_body[at:]) and (kept == len(body) or body[kept] == "\n"):
+            counts = Counter(old_counts)
+            if at:
+                counts.subtract(_line_counts(old_body[:at - 1].split("\n"), vocabulary))
+            if kept < len(body):
+                counts.update(_line_counts(body[kept + 1:].split("\n"), vocabulary))
+            return counts
+    return None
+
+
+def _line_starts(text: str, line: str, most: int = 4) -> Iterator[int]:
+    """Where the first few lines of `text` that start with `line` start."""
+    if text.startswith(line):
+        yield 0
+        most -= 1
+    at = 0
+    for _ in range(most):
+        found = text.find("\n" + line, at)
+        if found < 0:
+            return
+        at = found + 1
+        yield at
+
+
 class LossMeter:
     """Observe one run (a fresh meter per run); `report` holds what it found."""
 
@@ -127,7 +175,7 @@ class LossMeter:
         # live count of x = base count (recorded messages appended so far: SessionIndex.uses) + delta[x]
         self.delta: Counter[str] = Counter()  # what the run's edits (and rewrites on arrival) changed
         self.written: dict[int, tuple[Item, tuple[str, ...]]] = {}  # id(item) -> item a policy wrote, its identifiers
-        self.bodies: dict[int, tuple[str, ...]] = {}  # id(item) -> a long text's identifiers after its first line
+        self.bodies: dict[int, Counter[str]] = {}  # id(item) -> a long text's lines after its first holding each
         self.items: dict[int, Item] | None = {} if self._probe_state is not None else None  # every live item (probes)
         self.sizes: dict[int, int] = {}  # source session index -> tokens as it arrived
         self.gone: dict[str, list[Any]] = {}  # identifier -> [request, stage, kind] of the last edit removing it
@@ -145,8 +193,8 @@ class LossMeter:
         self._s = self.index.of(self._queue.pop(0))
         self._reset()
 
-    def _ids(self, item: Item, carried: Sequence[tuple[str, tuple[str, ...]]] = ()) -> tuple[str, ...]:
-        """The identifiers `item` holds; `carried`: (text, identifiers after its first line) of the long texts a
+    def _ids(self, item: Item, carried: Sequence[tuple[str, Counter[str]]] = ()) -> tuple[str, ...]:
+        """The identifiers `item` holds; `carried`: (text, `bodies` entry) of the long texts a
         policy wrote that the same edit removed (a summary may carry one forward)."""
         message = item.message
         s = self._s
@@ -226,7 +274,7 @@ class LossMeter:
                     self._tool_removed = True
                 gone.update(zip(recorded, repeat(ref)))
                 return
-        carried: list[tuple[str, tuple[str, ...]]] = []  # the long texts a policy wrote that this edit removes
+        carried: list[tuple[str, Counter[str]]] = []  # the long texts a policy wrote that this edit removes
         if len(removed) >= BULK and s is not None:  # a compaction: the removed items' identifiers counted at once
             self._remove_many(removed, ref, carried)
             removed = ()
@@ -255,31 +303,32 @@ class LossMeter:
             written[id(item)] = (item, ids)
             delta.update(ids)
 
-    def _long(self, item: Item, text: str, carried: Sequence[tuple[str, tuple[str, ...]]]) -> tuple[str, ...]:
+    def _long(self, item: Item, text: str, carried: Sequence[tuple[str, Counter[str]]]) -> tuple[str, ...]:
         """The identifiers of a long text a policy wrote (a summary that keeps earlier summaries' lines, zones',
         hierarchical's), line by line: no rule spans a line, so its identifiers are its lines' (each distinct line
-        classified once, for all runs). A summary that carries a removed one forward (its lines after the first,
-        whole lines in the new text) has those lines' identifiers already: only the rest is read."""
+        classified once, for all runs). Kept with it: how many of its lines after the first hold each identifier.
+        A summary that carries a removed one forward (whole lines of the old one after its first, from some line
+        to its end, open the new one after its first line: a rolling summary, its oldest lines dropped) starts
+        from the old one's counts, less its dropped lines', plus its new lines': only those lines are read."""
         s = self._s
-        kept = s.kept if s is not None else tuple
+        vocabulary = s.vocabulary if s is not None else None
         cut = text.find("\n")
         head, body = (text, "") if cut < 0 else (text[:cut], text[cut + 1:])
-        body_ids: tuple[str, ...] | None = None
-        for old, old_ids in carried:
-            old_cut = old.find("\n")
-            old_body = old[old_cut + 1:] if old_cut >= 0 else ""
-            at = body.find(old_body) if old_body else -1
-            end = at + len(old_body)
-            if at >= 0 and (at == 0 or body[at - 1] == "\n") and (end == len(body) or body[end] == "\n"):
-                body_ids = tuple(dict.fromkeys(chain(kept(extract_by_line(body[:at])), old_ids,
-                                                     kept(extract_by_line(body[end:])))))
-                break
-        if body_ids is None:
-            body_ids = kept(extract_by_line(body))
-        self.bodies[id(item)] = body_ids
-        return tuple(dict.fromkeys(chain(kept(extract_by_line(head)), body_ids)))
+        counts: Counter[str] | None = None
+        if CARRY:
+            for old, old_counts in carried:
+                counts = _carried(old, old_counts, body, vocabulary)
+                if counts is not None:
+                    break
+        if counts is None:
+            counts = _line_counts(body.split("\n"), vocabulary)
+        self.bodies[id(item)] = counts
+        first = extract_by_line(head)
+        if vocabulary is not None:
+            first = tuple(filter(vocabulary.__contains__, first))
+        return tuple(dict.fromkeys(chain(first, (x for x, n in counts.items() if n > 0))))
 
-    def _remove_many(self, removed: Sequence[Item], ref: list[Any], carried: list[tuple[str, tuple[str, ...]]]) -> None:
+    def _remove_many(self, removed: Sequence[Item], ref: list[Any], carried: list[tuple[str, Counter[str]]]) -> None:
         """`observe`'s removals, many at once: the same counts and removal records, one update for all."""
         s = self._s
         assert s is not None
