@@ -1,6 +1,7 @@
 """What `ctxsim tune` writes: the front as a table, the recommended setting as a policy file (TOML that
 `--policy FILE.toml#NAME` loads back) and, where the API has the same knobs, as Anthropic
-`context_management` JSON; the Pareto chart (PNG, byte-stable); every trial as CSV."""
+`context_management` JSON; the Pareto chart (PNG, byte-stable); every trial as CSV; the whole outcome as JSON
+(`--json`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from ctxsim.tune import REFETCH_ASSUMPTION, Outcome, Trial
+from ctxsim.tune import REFETCH_ASSUMPTION, Measured, Outcome, Trial
 
 # families the Anthropic API runs itself: context_management edit type and the params it has
 EDIT_TYPES = {"clear": "clear_tool_uses_20250919", "server_compact": "compact_20260112"}
@@ -167,6 +168,64 @@ def context_management(outcome: Outcome) -> tuple[dict[str, Any] | None, str]:
 
 def json_text(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, sort_keys=False) + "\n"
+
+
+# ---------------------------------------------------------------- the whole outcome, as JSON (--json)
+
+
+def _measured_json(m: Measured | None) -> dict[str, Any] | None:
+    if m is None:
+        return None
+    return {"cost_usd": format(m.cost_usd, "f"), "cost_with_refetch_usd": format(m.refetch_cost_usd, "f"),
+            "recall_misses": m.misses, "distinct_missed": m.distinct, "refetches": m.refetches,
+            "peak_context_tokens": m.peak_context_tokens, "overflows": m.over, "events": m.events}
+
+
+def _setting_json(value: Any) -> Any:
+    """A setting's value as JSON: a fraction of the limit as {"fraction_of_limit": f}, a value taken from another
+    parameter as {"same_as": name}."""
+    from ctxsim.tune_space import Rel, Same
+
+    if isinstance(value, Rel):
+        return {"fraction_of_limit": value.fraction}
+    if isinstance(value, Same):
+        return {"same_as": value.param}
+    return list(value) if isinstance(value, tuple) else value
+
+
+def outcome_json(outcome: Outcome, budget_label: str | None, seed: int, every: bool = False) -> dict[str, Any]:
+    """What `tune` shows, for machines: the Pareto front (or every trial), the oracle's bound, the
+    recommendation (its trial, policy file and context_management, where expressible) and the notes."""
+    import os
+
+    def trial(i: int) -> dict[str, Any]:
+        t = outcome.trials[i]
+        return {"trial": t.number, "setting": t.label, "values": {k: _setting_json(v) for k, v in t.setting.items()},
+                "params": t.params,
+                "measured": _measured_json(t.measured), "refused": t.error, "on_front": i in outcome.front,
+                "recommended": i == outcome.recommended}
+
+    cm, why = context_management(outcome)
+    return {
+        "schema": "ctxsim.tune/1",
+        "family": outcome.family,
+        "how": outcome.how,
+        "seed": seed,
+        "traces": [os.path.basename(t.path) for t in outcome.targets],
+        "limit_tokens": [t.limit for t in outcome.targets],
+        "budget": budget_label,
+        "max_misses": outcome.max_misses,
+        "allowed_misses": outcome.allowed,
+        "bound": _measured_json(outcome.bound),
+        "front": [trial(i) for i in outcome.front],
+        **({"trials": [trial(i) for i in range(len(outcome.trials))]} if every else {}),
+        "recommended": trial(outcome.recommended) if outcome.recommended is not None else None,
+        "policy_name": policy_name(outcome),
+        "policy_toml": toml_text(outcome, budget_label, seed),
+        "context_management": cm,
+        "context_management_note": why or None,
+        "notes": notes(outcome, budget_label),
+    }
 
 
 # ---------------------------------------------------------------- every trial, as CSV

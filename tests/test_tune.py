@@ -153,3 +153,34 @@ def test_a_family_the_api_does_not_run_gets_no_json(trace: Path, tmp_path: Path)
     assert out.exists() and not out.with_name("mask.context_management.json").exists()
     (choice,) = resolve([f"{out}#mask-tuned"])
     assert choice.policy.name == "mask"
+
+
+def test_json_is_the_front_the_bound_and_the_recommendation(trace: Path, tuned: tuple[Path, str],
+                                                              tmp_path: Path) -> None:
+    """`--json`: stdout is one JSON document holding what the table, the notes and the files hold: the front and
+    recommendation agree with the trials CSV of the same search, the policy file is the one -o wrote."""
+    import json
+
+    code, text = tune(str(trace), "--family", "clear", "--budget", BUDGET, "--trials", "16", "--seed", "3", "--json",
+                      "--jobs", "1")
+    assert code == 0, text
+    data = json.loads(text)
+    trials = rows(tuned[0].with_name("clear.trials.csv"))
+    assert data["schema"] == "ctxsim.tune/1" and data["family"] == "clear" and data["seed"] == 3
+    assert "trials" not in data  # the front only, unless --all
+    front = {r["trial"] for r in trials if r["on_front"] == "true"}
+    assert {str(t["trial"]) for t in data["front"]} == front
+    for t in data["front"]:
+        row = next(r for r in trials if r["trial"] == str(t["trial"]))
+        assert t["measured"]["cost_with_refetch_usd"] == row["refetch_cost_usd"]
+        assert t["measured"]["recall_misses"] == int(row["recall_misses"])
+    (chosen,) = [r for r in trials if r["recommended"] == "true"]
+    assert data["recommended"]["trial"] == int(chosen["trial"]) and data["recommended"]["recommended"] is True
+    assert data["policy_toml"] == tuned[0].read_text()
+    written = json.loads(tuned[0].with_name("clear.context_management.json").read_text())
+    assert data["context_management"] == written
+    assert data["bound"]["recall_misses"] <= min(t["measured"]["recall_misses"] for t in data["front"])
+    assert any("oracle" in note for note in data["notes"])
+    code, every = tune(str(trace), "--family", "clear", "--budget", BUDGET, "--trials", "16", "--seed", "3", "--json",
+                       "--all", "--jobs", "1")
+    assert code == 0 and len(json.loads(every)["trials"]) == len(trials) == 16

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -72,6 +72,9 @@ def tune(
     trials: Annotated[int, typer.Option(help="Settings to try (the whole grid when it is smaller).")] = 40,
     seed: Annotated[int, typer.Option(help="Seed of the random draw of settings.")] = 0,
     every: Annotated[bool, typer.Option("--all", help="Show every trial, not only the Pareto front.")] = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print the Pareto front (every trial with --all), the oracle's bound and the recommendation "
+                       "(its policy file and context_management) as JSON on stdout.")] = False,
     output: Annotated[str | None, typer.Option(
         "-o", "--output", help="FILE.toml: the recommended policy file; the chart, CSV and JSON beside it.")]
     = None,
@@ -131,6 +134,13 @@ def tune(
     with progress_bar(tuning.cells_of(chosen, targets), f"tuning {family}: {len(chosen)} trial(s)") as advance:
         outcome = tuning.tune(targets, family, chosen, how, max_misses, opts.jobs, advance)
     label = limit.label if limit is not None else None
+    if as_json:
+        import json
+
+        typer.echo(json.dumps(tune_out.outcome_json(outcome, label, seed, every), indent=1, sort_keys=True))
+        if files is not None:
+            _write(files, outcome, label, seed, force)
+        return
     data = tune_out.table(outcome, every)
     if sys.stdout.isatty():
         from rich.console import Console
@@ -153,10 +163,17 @@ def tune(
         typer.echo(tune_out.json_text(cm).rstrip("\n"))
     elif toml is not None:
         typer.echo(f"note: no context_management JSON: {why}")
-    if files is None:
-        return
+    if files is not None:
+        _write(files, outcome, label, seed, force)
+
+
+def _write(files: dict[str, Path], outcome: Any, label: str | None, seed: int, force: bool) -> None:
+    """The policy file, context_management JSON (where expressible), chart and trials CSV (-o)."""
+    from ctxsim import tune_out
     from ctxsim._support.fileio import atomic_write
 
+    toml = tune_out.toml_text(outcome, label, seed)
+    cm, _ = tune_out.context_management(outcome)
     written = []
     if toml is not None:
         with atomic_write(files["toml"], force=force) as f:

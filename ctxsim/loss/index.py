@@ -29,6 +29,7 @@ class SessionIndex:
     always: frozenset[str]  # in the system prompt or the tool definitions: never removed
     uses: dict[int, tuple[tuple[str, int, int], ...]]  # request's message index -> (identifier, base count, source)
     vocabulary: frozenset[str] = frozenset()  # the identifiers some answer uses (`ids` holds only these)
+    derived: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a text a policy wrote -> `kept` identifiers
 
     @classmethod
     def build(cls, session: Session, memo: dict[str, tuple[str, ...]] | None = None) -> SessionIndex:

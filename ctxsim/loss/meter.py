@@ -33,18 +33,21 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import chain, filterfalse, repeat
 from operator import sub
 from typing import Any
 
 from ctxsim.history import Item
-from ctxsim.loss.identifiers import extract, message_identifiers
+from ctxsim.loss.identifiers import extract, extract_by_line, identifiers_of_lines, message_identifiers
 from ctxsim.loss.index import SOURCE_ROLES, SessionIndex, TraceIndex
 from ctxsim.model import Message, Session
 
 DERIVED_TEXT_CHARS = 2_000  # a text a policy wrote longer than this is extracted line by line
+BULK = 4  # an edit removing this many items or more has their identifiers counted down together
+STUBS = True  # an edit replacing one recorded message by a copy counts down only what the copy dropped
+CARRY = True  # a long text a policy wrote that carries a removed one forward reads only its new lines
 ARRIVAL = "arrival"  # the event kind of a removal made as the message arrived (truncated on append)
 
 
@@ -107,6 +110,53 @@ class LossReport:
         return sum(1 for p in self.probes if not p["end"])
 
 
+def _line_counts(lines: list[str], vocabulary: frozenset[str] | None) -> Counter[str]:
+    """How many of `lines` (each occurrence) hold each identifier (those of `vocabulary` only, when given)."""
+    times = Counter(lines)
+    distinct = list(times)
+    counts: Counter[str] = Counter()
+    for line, found in zip(distinct, identifiers_of_lines(distinct), strict=True):
+        ids = found if vocabulary is None or not found else tuple(filter(vocabulary.__contains__, found))
+        if ids:
+            counts.update(dict.fromkeys(ids, times[line]))
+    return counts
+
+
+def _carried(old: str, old_counts: Counter[str], body: str, vocabulary: frozenset[str] | None) -> Counter[str] | None:
+    """`body`'s line counts from those of `old`'s lines after its first, when `body` opens with whole lines of it
+    that run to its end (None otherwise): less the old lines before them, plus `body`'s lines after them."""
+    cut = old.find("\n")
+    if cut < 0:
+        return None
+    old_body = old[cut + 1:]
+    end = body.find("\n")
+    first = body if end < 0 else body[:end]
+    for at in _line_starts(old_body, first):
+        kept = len(old_body) - at
+        if body.startswith(old_body[at:]) and (kept == len(body) or body[kept] == "\n"):
+            counts = Counter(old_counts)
+            if at:
+                counts.subtract(_line_counts(old_body[:at - 1].split("\n"), vocabulary))
+            if kept < len(body):
+                counts.update(_line_counts(body[kept + 1:].split("\n"), vocabulary))
+            return counts
+    return None
+
+
+def _line_starts(text: str, line: str, most: int = 4) -> Iterator[int]:
+    """Where the first few lines of `text` that start with `line` start."""
+    if text.startswith(line):
+        yield 0
+        most -= 1
+    at = 0
+    for _ in range(most):
+        found = text.find("\n" + line, at)
+        if found < 0:
+            return
+        at = found + 1
+        yield at
+
+
 class LossMeter:
     """Observe one run (a fresh meter per run); `report` holds what it found."""
 
@@ -118,14 +168,14 @@ class LossMeter:
         self._probe_state = probes.state() if probes is not None else None
         self._s: SessionIndex | None = None
         self._number = 0  # the last request number seen
-        self._memo: dict[str, tuple[str, ...]] = {}  # texts a policy wrote -> their identifiers
-        self._line_memo: dict[str, tuple[str, ...]] = {}  # lines of long texts a policy wrote -> theirs
+        self._memo: dict[str, tuple[str, ...]] = {}  # texts a policy wrote -> their identifiers (no session yet)
         self._reset()
 
     def _reset(self) -> None:
         # live count of x = base count (recorded messages appended so far: SessionIndex.uses) + delta[x]
         self.delta: Counter[str] = Counter()  # what the run's edits (and rewrites on arrival) changed
         self.written: dict[int, tuple[Item, tuple[str, ...]]] = {}  # id(item) -> item a policy wrote, its identifiers
+        self.bodies: dict[int, Counter[str]] = {}  # id(item) -> a long text's lines after its first holding each
         self.items: dict[int, Item] | None = {} if self._probe_state is not None else None  # every live item (probes)
         self.sizes: dict[int, int] = {}  # source session index -> tokens as it arrived
         self.gone: dict[str, list[Any]] = {}  # identifier -> [request, stage, kind] of the last edit removing it
@@ -143,7 +193,9 @@ class LossMeter:
         self._s = self.index.of(self._queue.pop(0))
         self._reset()
 
-    def _ids(self, item: Item) -> tuple[str, ...]:
+    def _ids(self, item: Item, carried: Sequence[tuple[str, Counter[str]]] = ()) -> tuple[str, ...]:
+        """The identifiers `item` holds; `carried`: (text, `bodies` entry) of the long texts a
+        policy wrote that the same edit removed (a summary may carry one forward)."""
         message = item.message
         s = self._s
         if item.origin >= 0 and s is not None:
@@ -161,28 +213,14 @@ class LossMeter:
             return kept(message_identifiers(message))
         text = message.content
         if len(text) > DERIVED_TEXT_CHARS:
-            return kept(self._lines(text))
-        ids = self._memo.get(text)
+            return self._long(item, text, carried)
+        memo = s.derived if s is not None else self._memo  # a short text a policy wrote: once for all the runs
+        ids = memo.get(text)
         if ids is None:
-            if len(self._memo) > 4096:
-                self._memo.clear()
-            ids = self._memo[text] = kept(message_identifiers(message))
+            if len(memo) > 4096:
+                memo.clear()
+            ids = memo[text] = kept(extract(text))
         return ids
-
-    def _lines(self, text: str) -> tuple[str, ...]:
-        """A long text a policy wrote (a summary that keeps earlier summaries' lines, zones', hierarchical's), line
-        by line: no rule spans a line, so its identifiers are its lines' (each distinct line extracted once)."""
-        memo = self._line_memo
-        if len(memo) > 65_536:
-            memo.clear()
-        out: dict[str, None] = {}
-        for line in text.split("\n"):
-            ids = memo.get(line)
-            if ids is None:
-                ids = memo[line] = extract(line)
-            for x in ids:
-                out[x] = None
-        return tuple(out)
 
     def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
         items = self.items
@@ -217,12 +255,38 @@ class LossMeter:
         delta = self.delta
         gone = self.gone
         s = self._s
+        if STUBS and len(removed) == 1 and len(added) == 1 and items is None and s is not None:  # clear, mask, tiered
+            old, new = removed[0], added[0]
+            origin = old.origin
+            if origin >= 0 and new.origin == origin and old.message is s.session.messages[origin] \
+                    and s.of(new.message) is None:
+                # a recorded message replaced by a copy of it: the copy holds some of its identifiers (`_ids`), the
+                # rest are counted down; every one of them was removed by this edit
+                written.pop(id(old), None)
+                recorded = s.ids[origin]
+                ids = self._ids(new)
+                written[id(new)] = (new, ids)
+                if len(ids) != len(recorded):
+                    dropped = list(filterfalse(set(ids).__contains__, recorded))
+                    dict.update(delta, zip(dropped, map(sub, map(delta.get, dropped, repeat(0)), repeat(1)),
+                                           strict=True))
+                if old.message.role == "tool":
+                    self._tool_removed = True
+                gone.update(zip(recorded, repeat(ref)))
+                return
+        carried: list[tuple[str, Counter[str]]] = []  # the long texts a policy wrote that this edit removes
+        if len(removed) >= BULK and s is not None:  # a compaction: the removed items' identifiers counted at once
+            self._remove_many(removed, ref, carried)
+            removed = ()
         for item in removed:
             if items is not None:
                 items.pop(id(item), None)
             entry = written.pop(id(item), None)
             if entry is not None:
                 ids = entry[1]
+                body = self.bodies.pop(id(item), None)
+                if body is not None:
+                    carried.append((item.message.content, body))
             else:
                 own = s.of(item.message) if s is not None else None
                 if own is None:
@@ -235,15 +299,78 @@ class LossMeter:
         for item in added:
             if items is not None:
                 items[id(item)] = item
-            ids = self._ids(item)
+            ids = self._ids(item, carried)
             written[id(item)] = (item, ids)
             delta.update(ids)
+
+    def _long(self, item: Item, text: str, carried: Sequence[tuple[str, Counter[str]]]) -> tuple[str, ...]:
+        """The identifiers of a long text a policy wrote (a summary that keeps earlier summaries' lines, zones',
+        hierarchical's), line by line: no rule spans a line, so its identifiers are its lines' (each distinct line
+        classified once, for all runs). Kept with it: how many of its lines after the first hold each identifier.
+        A summary that carries a removed one forward (whole lines of the old one after its first, from some line
+        to its end, open the new one after its first line: a rolling summary, its oldest lines dropped) starts
+        from the old one's counts, less its dropped lines', plus its new lines': only those lines are read."""
+        s = self._s
+        vocabulary = s.vocabulary if s is not None else None
+        cut = text.find("\n")
+        head, body = (text, "") if cut < 0 else (text[:cut], text[cut + 1:])
+        counts: Counter[str] | None = None
+        if CARRY:
+            for old, old_counts in carried:
+                counts = _carried(old, old_counts, body, vocabulary)
+                if counts is not None:
+                    break
+        if counts is None:
+            counts = _line_counts(body.split("\n"), vocabulary)
+        self.bodies[id(item)] = counts
+        first = extract_by_line(head)
+        if vocabulary is not None:
+            first = tuple(filter(vocabulary.__contains__, first))
+        return tuple(dict.fromkeys(chain(first, (x for x, n in counts.items() if n > 0))))
+
+    def _remove_many(self, removed: Sequence[Item], ref: list[Any], carried: list[tuple[str, Counter[str]]]) -> None:
+        """`observe`'s removals, many at once: the same counts and removal records, one update for all."""
+        s = self._s
+        assert s is not None
+        items = self.items
+        if items is not None:
+            for key in map(id, removed):
+                items.pop(key, None)
+        by_message, ids = s.by_message, s.ids
+        held: list[tuple[str, ...]] = []
+        tool = self._tool_removed
+        bodies = self.bodies
+        for item, entry in zip(removed, map(self.written.pop, map(id, removed), repeat(None)), strict=True):
+            if entry is not None:
+                held.append(entry[1])
+                body = bodies.pop(id(item), None)
+                if body is not None:
+                    carried.append((item.message.content, body))
+            else:
+                at = by_message.get(id(item.message))
+                if at is None:
+                    continue
+                held.append(ids[at])
+            if not tool and item.message.role == "tool":
+                tool = True
+        self._tool_removed = tool
+        every = list(chain.from_iterable(held))
+        counts = Counter(every)
+        delta = self.delta
+        dict.update(delta, zip(counts, map(sub, map(delta.get, counts, repeat(0)), counts.values()), strict=True))
+        self.gone.update(zip(every, repeat(ref)))
 
     def requested(self, number: int, message: Message, edits: Sequence[tuple[str, str, int]]) -> None:
         """Request `number` is about to be sent; `message` is the recorded answer; `edits` the (stage,
         event kind, splices) of every edit this request's stages applied, in order."""
         self._number = number
-        if self._refs:
+        refs = self._refs
+        if refs and len(edits) == 1 and len(refs) <= edits[0][2]:  # one edit made them all (splices 1..n of it)
+            stage, kind = edits[0][0], edits[0][1]
+            for _, ref in refs:
+                ref[0], ref[1], ref[2] = number, stage, kind
+            refs.clear()
+        if refs:
             bounds: list[tuple[int, str, str]] = []
             total = 0
             for stage, kind, count in edits:
