@@ -18,7 +18,7 @@ SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[Heal
 
 # Lines that exercise every rule and the places where line-by-line and whole-text readings could part: a quote
 # opened on one line and closed on the next, an apostrophe at a line start, an error word not at a line start,
-# a backslash (the double-quote rule reads only a text that holds one), a grouped number, URLs with trailers.
+# a backslash, a grouped number, URLs with trailers, double-quoted strings in a text without a backslash.
 LINES = [
     'x = "src/app/main.py" and \'INV-2041\'', "it's `ROUND_HALF_EVEN` here", "'quoted at start' then more",
     '  TypeError: unsupported operand "int"', "see https://example.org/a/b), then", "12,000 tokens and 10.01 s",
@@ -139,3 +139,13 @@ def test_a_rolling_summary_counts_as_if_read_whole() -> None:
     old = "[Summary]\nalpha_one here\nbeta_two here"
     assert _carried(old, _line_counts(["alpha_one here", "beta_two here"], None), "beta_two here!\nmore", None) is None
     assert _carried(old, _line_counts(["alpha_one here", "beta_two here"], None), "something_else", None) is None
+
+
+def test_double_quoted_strings_count_in_any_text() -> None:
+    """A double-quoted string is an identifier whether or not the text also holds a backslash (the rule's gate was
+    once its pattern's leading backslash, so `"..."` was read only beside one)."""
+    forget()
+    for text in ('raise KeyError("no such user here")', 'raise KeyError("no such user here") \\'):
+        assert "no such user here" in reference_extract(text)
+        assert "no such user here" in extract(text)
+    assert "Hello World" in extract('"name" "yes" "Hello World"')

@@ -17,10 +17,8 @@ message (or a stub or summary that still holds it). The rules, applied to a mess
   `camelCase`, `PascalCase` of two parts or more (`TypeError`, `ReplayEngine`), dotted names
   (`os.path.join`, `self.items`), and `name(` calls;
 - `quoted`: the inside of `"..."`, `'...'` (not an apostrophe) or `` `...` `` on one line,
-  2 to 80 characters, stripped. As the rules stand, `"..."` is read only in a text that holds a
-  backslash somewhere (the rule is tried where the text holds its pattern's first character, and
-  that pattern starts with the escaped quote `\\"`): `_QUOTE_GATES`. Kept as it is so that the
-  loss figures do not move; whether to read double quotes everywhere is the rules' owner's call.
+  2 to 80 characters, stripped (each rule is tried only where the text holds its quote
+  character: `_QUOTE_GATES`).
 
 Every rule matches inside one line, so `extract` works line by line: each distinct line is
 classified once per process (`_LINE`, `_SPECIAL`; bounded) and the lines' identifiers are put
@@ -81,9 +79,10 @@ _IDENT = re.compile(r"[A-Za-z_]\w{2,}")
 _QUOTES = (re.compile(r"\"([^\"\n]{2,80})\""), re.compile(r"'([^'\n]{2,80})'(?![\w'])"),
            re.compile(r"`([^`\n]{2,80})`"))
 _QUOTE_CHARS = '"\'`'
-# `reference_extract` reads `_QUOTES[n]` only where the text holds its pattern's first character: the rule for double
-# quotes (whose pattern starts with a backslash) only in a text that holds a backslash. `extract` does the same.
-_QUOTE_GATES = tuple(pattern.pattern[0] for pattern in _QUOTES)
+# `reference_extract` and `extract` try `_QUOTES[n]` only where the text holds its quote character (a cheap test;
+# until this was the character, the double-quote rule's gate was its pattern's leading backslash, so `"..."` was
+# read only in a text that held a backslash)
+_QUOTE_GATES = tuple(_QUOTE_CHARS)
 _TRAIL = ".,;:!?'\")]}>"
 _WORD = re.compile(r"[a-z]{1,6}")
 _MEMO: dict[str, tuple[str, ...]] = {}  # chunk -> its identifiers (a chunk's are the same wherever it is)
@@ -311,9 +310,7 @@ def extract(text: str) -> tuple[str, ...]:
 
 def extract_by_line(text: str) -> tuple[str, ...]:
     """Each distinct line's identifiers (`extract` of the line) one line after another, each identifier once (for a
-    long text whose order does not matter). The same as `extract(text)` but for the order, and for the one rule that
-    reads a whole text: double quotes count in a line holding a backslash (`_QUOTE_GATES`), not in any line of a
-    text holding one."""
+    long text whose order does not matter). The same as `extract(text)` but for the order."""
     if not text:
         return ()
     lines = list(dict.fromkeys(text.split("\n"))) if "\n" in text else [text]
@@ -376,7 +373,7 @@ def reference_extract(text: str) -> tuple[str, ...]:
     if len(quoted) > 1_000_000:
         quoted.clear()
     for n, pattern in enumerate(_QUOTES):
-        if pattern.pattern[0] not in text:
+        if _QUOTE_CHARS[n] not in text:
             continue
         if n == 1:  # a single quote after a letter is an apostrophe, not a quote
             values = [m.group(1) for m in pattern.finditer(text)
