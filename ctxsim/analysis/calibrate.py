@@ -12,6 +12,10 @@ ProviderReasoningRule), `counted_fixed_s` the system prompt and tools the log sh
 the hidden prefix of that session part (system prompt, tool schemas, injected reminders),
 `anchors_k` the tokens the log is missing before request k (re-anchoring, below), `scale` the
 billed tokens per counted token and `overhead` the framing tokens per message the provider adds.
+Where the prior gives a `file_scale` (the ratio on file content: counting.py's rules), `text_k`
+counts file content at `file_weight` = file_scale / scale of the rest's weight, a ratio from the
+priors, never fitted (no free parameter more, also for short sessions); `scale` is then the
+rest's ratio. The replay sizes every message the same way (`framing()` carries the weight).
 
 1. `scale` and `overhead` are one robust (Huber) least-squares fit over the requests, with one
    intercept per segment (a session part, split at its anchors). The fit is bounded by priors per
@@ -69,7 +73,7 @@ from typing import Any
 
 from ctxsim.analysis import cache_anchor
 from ctxsim.caching.recorded import FACTS_KEY
-from ctxsim.engine import Replayer, Setup
+from ctxsim.engine import Replayer, Setup, resolve
 from ctxsim.history import Item
 from ctxsim.model import Message, Session, Trace, Usage
 from ctxsim.policies import NoParams, Policy, Stages, parse_policy
@@ -253,12 +257,15 @@ class TokenPrior:
     message_tokens_high: int
     source: str
     date: str
+    # file content (counting.py's rules) against the rest: its tokens weigh file_weight of the rest's, so
+    # `scale` is the rest's ratio and scale x file_weight the file content's (1: one ratio for every text)
+    file_weight: float = 1.0
 
     def to_json(self) -> dict[str, Any]:
         return {"tokenizer": self.tokenizer, "provider": self.provider, "scale": self.scale,
                 "scale_bounds": [self.scale_low, self.scale_high], "message_tokens": self.message_tokens,
                 "message_tokens_bounds": [self.message_tokens_low, self.message_tokens_high],
-                "source": self.source, "date": self.date}
+                "file_weight": self.file_weight, "source": self.source, "date": self.date}
 
 
 @cache
@@ -272,7 +279,9 @@ def token_prior(tokenizer: str, provider: str) -> TokenPrior:
     for want in ((tokenizer, provider), (tokenizer, "*"), ("*", "*")):
         for e in entries:
             if (e["tokenizer"], e["provider"]) == want:
-                return TokenPrior(**{k: e[k] for k in TokenPrior.__dataclass_fields__})
+                weight = round(float(e["file_scale"]) / float(e["scale"]), 4) if "file_scale" in e else 1.0
+                return TokenPrior(**{k: e[k] for k in TokenPrior.__dataclass_fields__ if k != "file_weight"},
+                                  file_weight=weight)
     raise AssertionError("calibration_priors.toml has no (*, *) token prior")
 
 
@@ -430,6 +439,7 @@ class Calibration:
     # caching/recorded)
     cache_facts: dict[str, dict[int, tuple[int | None, int | None, int | None]]] = field(default_factory=dict)
     cache_facts_moved: dict[str, int] = field(default_factory=dict)  # tokens they moved: read down, up; unwritten
+    file_weight: float = 1.0  # the prior's: file-content tokens against the rest (counting.py), not fitted
 
     @property
     def missing_tokens(self) -> int:
@@ -452,7 +462,7 @@ class Calibration:
     def framing(self, base: Framing | None = None) -> Framing:
         base = base or Framing()
         return replace(base, message_tokens=self.message_tokens, tool_call_tokens=0, tool_result_tokens=0,
-                       scale=round(self.scale, 6))
+                       scale=round(self.scale, 6), file_weight=self.file_weight)
 
     def setup(self, base: Setup | None = None) -> Setup:
         return replace(base or Setup(), hidden_prefix_tokens=self.base_prefix_tokens)
@@ -535,7 +545,7 @@ class Calibration:
         return replace(trace, sessions=tuple(sessions)) if changed else trace
 
     def to_json(self) -> dict[str, Any]:
-        return {"scale": round(self.scale, 4), "message_tokens": self.message_tokens,
+        return {"scale": round(self.scale, 4), "message_tokens": self.message_tokens, "file_weight": self.file_weight,
                 "hidden_prefix_tokens": self.hidden_prefix_tokens,
                 "group_prefix_tokens": dict(self.group_prefix_tokens), "group_requests": dict(self.group_requests),
                 "session_prefix_tokens": dict(self.session_prefix_tokens),
@@ -766,9 +776,10 @@ def calibration(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCount
     counter = counter or TokenCounter(get_tokenizer(tokenizer))
     name = getattr(counter.tokenizer, "name", tokenizer)
     skipped = dict(skipped_lines or {}) or gaps_by_session(trace, reports)
-    replayer, _, _, base = replay_none(trace, counter, BASE_FRAMING, Setup())
-    prior = prior or token_prior(name, replayer.resolved.provider)
-    segments = _segments(trace, MessageSizer(counter, BASE_FRAMING), base, skipped, prior)
+    prior = prior or token_prior(name, resolve(trace, Setup())[0].provider)
+    unit = replace(BASE_FRAMING, file_weight=prior.file_weight)  # counted tokens, file content at its weight
+    _, _, _, base = replay_none(trace, counter, unit, Setup())
+    segments = _segments(trace, MessageSizer(counter, unit), base, skipped, prior)
     used = sum(len(s.points) for s in segments)
     notes: list[str] = []
     if mode == "fit":
@@ -781,7 +792,8 @@ def calibration(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCount
     shell = Calibration(scale, max(0, round(overhead)), 0, {}, {}, used,
                         sum(1 for s in segments if len(s.points) == 1), name, notes=tuple(notes), mode=mode,
                         source=source, fell_back=why is not None and source != "fit", fallback_reason=why,
-                        fitted_scale=raw_scale, fitted_message_tokens=raw_overhead, prior=prior)
+                        fitted_scale=raw_scale, fitted_message_tokens=raw_overhead, prior=prior,
+                        file_weight=prior.file_weight)
     framing = shell.framing()
     sizer = MessageSizer(counter, framing)
     _, _, _, scaled = replay_none(trace, counter, framing, Setup())
