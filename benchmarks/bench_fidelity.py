@@ -85,6 +85,7 @@ def leave_one_out(loaded: list[tuple[str, object, list[FileReport]]], tokenizer:
             learned = calibration(Trace("others", tuple(others)), tokenizer)  # type: ignore[arg-type]
             base = token_prior(learned.tokenizer, provider)
             prior = replace(base, scale=learned.scale, message_tokens=learned.message_tokens,
+                            file_weight=learned.file_weight, classes=None,
                             source=f"fitted on {len(others)} other sessions", date="")
             cal = calibration(trace, tokenizer, mode="priors", reports=reports, prior=prior)  # type: ignore[arg-type]
             result = validate(trace, tokenizer, calibration=cal)  # type: ignore[arg-type]

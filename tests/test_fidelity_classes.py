@@ -127,7 +127,7 @@ def two_ratio_trace() -> Trace:
 
 
 def prior(weight: float) -> calibrate.TokenPrior:
-    return replace(token_prior("o200k_base", "anthropic"), tokenizer="chars4", file_weight=weight)
+    return replace(token_prior("o200k_base", "anthropic"), tokenizer="chars4", file_weight=weight, classes=None)
 
 
 def test_the_class_weighted_fit_finds_the_bill_and_the_plain_one_does_not():
@@ -151,13 +151,33 @@ def test_the_class_weighted_fit_finds_the_bill_and_the_plain_one_does_not():
 def test_a_prior_without_file_scale_counts_every_text_alike(monkeypatch: pytest.MonkeyPatch):
     data: dict[str, Any] = {"token": [
         {"tokenizer": "t", "provider": "p", "scale": 1.2, "scale_low": 1.0, "scale_high": 1.4, "message_tokens": 8,
-         "message_tokens_low": 0, "message_tokens_high": 16, "file_scale": 1.05, "source": "s", "date": "d"},
+         "message_tokens_low": 0, "message_tokens_high": 16, "file_scale": 1.05, "rest_scale": 1.2, "source": "s",
+         "date": "d"},
         {"tokenizer": "*", "provider": "*", "scale": 1.0, "scale_low": 0.5, "scale_high": 2.0, "message_tokens": 4,
          "message_tokens_low": 0, "message_tokens_high": 32, "source": "s", "date": "d"}]}
     monkeypatch.setattr(calibrate, "_priors_data", lambda: data)
-    assert token_prior("t", "p").file_weight == 0.875  # file_scale / scale
-    assert token_prior("other", "p").file_weight == 1.0
-    assert json.loads(json.dumps(token_prior("t", "p").to_json()))["file_weight"] == 0.875
+    flat = token_prior("t", "p")
+    assert flat.file_weight == 1.0 and flat.scale == 1.2 and flat.classes == (1.05, 1.2)  # one ratio, classes known
+    assert flat.by_class().file_weight == 0.875 and flat.by_class().scale == 1.2  # file_scale / rest_scale
+    assert token_prior("other", "p").file_weight == 1.0 and token_prior("other", "p").classes is None
+    assert json.loads(json.dumps(flat.by_class().to_json()))["file_weight"] == 0.875
+
+
+def test_the_fit_keeps_ratios_by_class_only_where_they_fit_better():
+    """With the Anthropic prior's classes (1.05 / 1.17): a bill whose ratio depends on content is fitted by class;
+    a bill with one ratio for every text (ctxsim's synthetic biller) keeps one ratio. A note says which."""
+    base = replace(token_prior("o200k_base", "anthropic"), tokenizer="chars4")
+    assert base.classes == (1.05, 1.17) and base.file_weight == 1.0
+    by_class = calibration(two_ratio_trace(), "chars4", prior=base)
+    assert by_class.file_weight == round(1.05 / 1.17, 4)
+    assert any(n.startswith("token ratio by content class") and n.endswith(": by class") for n in by_class.notes)
+    from ctxsim.synth import synthesize
+
+    flat_bill = synthesize("coding", turns=20, seed=3, billing={"hidden_tokens": 5000, "token_scale": 1.2,
+                                                                "message_tokens": 24, "cold_rate": 0.0})
+    one = calibration(flat_bill, "o200k_base")
+    assert one.file_weight == 1.0 and abs(one.scale - 1.2) <= 0.01 and not one.fell_back
+    assert any(n.endswith(": one ratio") for n in one.notes)
 
 
 # ---------------------------------------------------------------- the DeepSeek prior

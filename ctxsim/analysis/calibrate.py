@@ -12,10 +12,14 @@ ProviderReasoningRule), `counted_fixed_s` the system prompt and tools the log sh
 the hidden prefix of that session part (system prompt, tool schemas, injected reminders),
 `anchors_k` the tokens the log is missing before request k (re-anchoring, below), `scale` the
 billed tokens per counted token and `overhead` the framing tokens per message the provider adds.
-Where the prior gives a `file_scale` (the ratio on file content: counting.py's rules), `text_k`
-counts file content at `file_weight` = file_scale / scale of the rest's weight, a ratio from the
-priors, never fitted (no free parameter more, also for short sessions); `scale` is then the
-rest's ratio. The replay sizes every message the same way (`framing()` carries the weight).
+Where the prior gives ratios by content class (`file_scale` on file content, counting.py's rules, and
+`rest_scale` on the rest), the fit is made twice: with one ratio for every text, and with `text_k`
+counting file content at `file_weight` = file_scale / rest_scale of the rest's weight (a ratio from
+the priors, never fitted: no free parameter more, also for short sessions; `scale` is then the
+rest's ratio). The one that reproduces the trace better (no fallback, then the smaller median and
+p90 prompt error) is kept and a note says which: a provider whose tokenizer weighs code and prose
+alike (a synthetic bill) keeps one ratio. The replay sizes every message the same way
+(`framing()` carries the weight). `priors` mode uses the one ratio.
 
 1. `scale` and `overhead` are one robust (Huber) least-squares fit over the requests, with one
    intercept per segment (a session part, split at its anchors). The fit is bounded by priors per
@@ -260,12 +264,22 @@ class TokenPrior:
     # file content (counting.py's rules) against the rest: its tokens weigh file_weight of the rest's, so
     # `scale` is the rest's ratio and scale x file_weight the file content's (1: one ratio for every text)
     file_weight: float = 1.0
+    # the ratios by content class where the priors know them, (file content, the rest): the fit tries them
+    # beside the one ratio and keeps what fits the trace better (`by_class`)
+    classes: tuple[float, float] | None = None
+
+    def by_class(self) -> TokenPrior:
+        """This prior with its ratios by content class: the rest's as `scale`, file content's as its weight."""
+        assert self.classes is not None
+        file_scale, rest_scale = self.classes
+        return replace(self, scale=rest_scale, file_weight=round(file_scale / rest_scale, 4), classes=None)
 
     def to_json(self) -> dict[str, Any]:
         return {"tokenizer": self.tokenizer, "provider": self.provider, "scale": self.scale,
                 "scale_bounds": [self.scale_low, self.scale_high], "message_tokens": self.message_tokens,
                 "message_tokens_bounds": [self.message_tokens_low, self.message_tokens_high],
-                "file_weight": self.file_weight, "source": self.source, "date": self.date}
+                "file_weight": self.file_weight, "classes": list(self.classes) if self.classes else None,
+                "source": self.source, "date": self.date}
 
 
 @cache
@@ -279,9 +293,10 @@ def token_prior(tokenizer: str, provider: str) -> TokenPrior:
     for want in ((tokenizer, provider), (tokenizer, "*"), ("*", "*")):
         for e in entries:
             if (e["tokenizer"], e["provider"]) == want:
-                weight = round(float(e["file_scale"]) / float(e["scale"]), 4) if "file_scale" in e else 1.0
-                return TokenPrior(**{k: e[k] for k in TokenPrior.__dataclass_fields__ if k != "file_weight"},
-                                  file_weight=weight)
+                classes = ((float(e["file_scale"]), float(e["rest_scale"])) if "file_scale" in e and "rest_scale" in e
+                           else None)
+                return TokenPrior(**{k: e[k] for k in TokenPrior.__dataclass_fields__
+                                     if k not in ("file_weight", "classes")}, classes=classes)
     raise AssertionError("calibration_priors.toml has no (*, *) token prior")
 
 
@@ -777,6 +792,29 @@ def calibration(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCount
     name = getattr(counter.tokenizer, "name", tokenizer)
     skipped = dict(skipped_lines or {}) or gaps_by_session(trace, reports)
     prior = prior or token_prior(name, resolve(trace, Setup())[0].provider)
+    cal = _calibration_with(trace, counter, name, skipped, mode, prior)
+    if mode == "fit" and prior.classes is not None:  # the ratios by content class, where they fit better
+        by_class = _calibration_with(trace, counter, name, skipped, mode, prior.by_class())
+        one, two = _fit_quality(cal), _fit_quality(by_class)
+        file_scale, rest_scale = prior.classes
+        said = (f"token ratio by content class (file content {file_scale:g}, the rest {rest_scale:g}, from the "
+                f"priors; counting.py) against one ratio: prompt error median {two[1]:.2%} against {one[1]:.2%}")
+        if two < one:
+            cal = replace(by_class, notes=(*by_class.notes, said + ": by class"))
+        else:
+            cal = replace(cal, notes=(*cal.notes, said + ": one ratio"))
+    return cal
+
+
+def _fit_quality(cal: Calibration) -> tuple[bool, float, float]:
+    """How well a calibration reproduces its trace, smaller better: (fell back, prompt error median, p90)."""
+    q = cal.quality
+    return cal.fell_back, float(q.get("prompt_error_median", 0.0)), float(q.get("prompt_error_p90", 0.0))
+
+
+def _calibration_with(trace: Trace, counter: TokenCounter, name: str, skipped: Mapping[str, Sequence[int]],
+                      mode: str, prior: TokenPrior) -> Calibration:
+    """`calibration` with this prior (its content-class weight, when it has one)."""
     unit = replace(BASE_FRAMING, file_weight=prior.file_weight)  # counted tokens, file content at its weight
     _, _, _, base = replay_none(trace, counter, unit, Setup())
     segments = _segments(trace, MessageSizer(counter, unit), base, skipped, prior)
