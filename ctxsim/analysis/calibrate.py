@@ -797,12 +797,14 @@ def calibration(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCount
         by_class = _calibration_with(trace, counter, name, skipped, mode, prior.by_class())
         one, two = _fit_quality(cal), _fit_quality(by_class)
         file_scale, rest_scale = prior.classes
-        said = (f"token ratio by content class (file content {file_scale:g}, the rest {rest_scale:g}, from the "
-                f"priors; counting.py) against one ratio: prompt error median {two[1]:.2%} against {one[1]:.2%}")
+        classes = f"by content class (file content {file_scale:g}, the rest {rest_scale:g}; the priors' classes)"
         if two < one:
-            cal = replace(by_class, notes=(*by_class.notes, said + ": by class"))
+            said = (f"token ratio {classes}: prompt error median {two[1]:.2%}, against {one[1]:.2%} with one ratio "
+                    "for every text")
+            cal = replace(by_class, notes=(*by_class.notes, said))
         else:
-            cal = replace(cal, notes=(*cal.notes, said + ": one ratio"))
+            said = f"one token ratio for every text: prompt error median {one[1]:.2%}, against {two[1]:.2%} {classes}"
+            cal = replace(cal, notes=(*cal.notes, said))
     return cal
 
 
