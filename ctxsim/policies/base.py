@@ -70,11 +70,20 @@ class View:
     never change it).
     """
 
-    __slots__ = ("_history", "prompt_before_tokens", "request", "size", "ts_s", "window")
+    # `items` and the look-ups by call id are the history's own, bound once per view: a policy reads
+    # them thousands of times a replay, and each read is then one step, not two calls.
+    __slots__ = ("_history", "holder_of", "items", "prompt_before_tokens", "request", "result_of", "size", "ts_s",
+                 "window")
+    items: Sequence[Item]  # the live items, in prompt order; `item.pos` is an item's index here
+    result_of: Callable[[str], Item | None]  # the live tool result answering call `call_id`, if any
+    holder_of: Callable[[str], Item | None]  # the live assistant item holding call `call_id`, if any
 
     def __init__(self, history: History, request: int, window: int, size: Callable[[Message], int],
                  ts_s: float | None = None, prompt_before_tokens: int | None = None) -> None:
         self._history = history
+        self.items = history.items
+        self.result_of = history._result.get
+        self.holder_of = history._holder.get
         self.request = request  # 1-based within the run
         self.window = window
         self.size = size  # the token size of a message the policy might write
@@ -87,23 +96,19 @@ class View:
         below (what it may rely on), never this."""
         return self._history
 
-    @property
-    def items(self) -> Sequence[Item]:
-        """The live items, in prompt order; `item.pos` is an item's index here."""
-        return self._history.items
-
     def __len__(self) -> int:
-        return len(self._history.items)
+        return len(self.items)
 
     @property
     def prompt_tokens(self) -> int:
         """The whole prompt: the fixed head (tools, system) and every item."""
-        return self._history.prompt_tokens
+        history = self._history
+        return history.base_tokens + history._total_tokens
 
     @property
     def message_tokens(self) -> int:
         """The items alone, without the fixed head."""
-        return self._history.message_tokens
+        return self._history._total_tokens
 
     @property
     def base_tokens(self) -> int:
@@ -114,29 +119,21 @@ class View:
         """Prompt tokens before item `boundary` (the head included)."""
         return self._history.prefix_tokens(boundary)
 
-    def result_of(self, call_id: str) -> Item | None:
-        """The live tool result answering call `call_id`, if any."""
-        return self._history.result_of(call_id)
-
-    def holder_of(self, call_id: str) -> Item | None:
-        """The live assistant item holding call `call_id`, if any."""
-        return self._history.holder_of(call_id)
-
     def call_of(self, call_id: str | None) -> ToolCall | None:
         """The call with this id, as the item holding it has it (None when none does)."""
         return self._history.call_of(call_id)
 
     def pairs(self) -> Iterator[tuple[Item, ToolCall, Item | None]]:
         """(holder, call, result or None) for every call in the history, in order. O(items)."""
-        history = self._history
-        for item in history.items:
+        holder_of, result_of = self.holder_of, self.result_of
+        for item in self.items:
             for call in item.message.tool_calls:
-                if history.holder_of(call.id) is item:
-                    yield item, call, history.result_of(call.id)
+                if holder_of(call.id) is item:
+                    yield item, call, result_of(call.id)
 
     def turns(self) -> list[int]:
         """The positions where a user turn begins (a recorded user message). O(items)."""
-        return [i for i, item in enumerate(self._history.items)
+        return [i for i, item in enumerate(self.items)
                 if item.message.role == "user" and not item.inserted]
 
     @property
