@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, NamedTuple
 
 from ctxsim.caching import CacheModel, CacheResult, CacheSpec, WarmStart, cache_spec
@@ -493,12 +494,17 @@ def _absent(policy: str, item: Item) -> PolicyViolation:
 def _runs(items: list[Item], named: tuple[Item, ...], policy: str) -> list[tuple[int, int]]:
     """The [start, end) runs of the positions of `named` (checked to be live), in order."""
     n = len(items)
-    if len(named) == 1:
-        item = named[0]
+    start = named[0].pos if named else 0
+    expect = start  # named in order, one after the other (a message and its results): one run, no sort
+    for item in named:
         pos = item.pos
         if not item.alive or pos >= n or items[pos] is not item:
             raise _absent(policy, item)
-        return [(pos, pos + 1)]
+        if pos != expect:
+            break
+        expect += 1
+    else:
+        return [(start, expect)] if named else []
     positions = []
     for item in named:
         pos = item.pos
@@ -533,49 +539,65 @@ def resolve_edit(history: History, edit: object, policy: str) -> Spliced:
     splices: list[Splice] = []
     add = splices.append
     items = history.items
-    make = history.item
+    make = history.made
     more: list[SideCall] | None = None  # the summaries' calls, after the edit's own
+    size, blocks_of = history._size, history._blocks  # what history.made reads, for the new items made here
+    # Splice(start, end, new) without the NamedTuple's own __new__ (a Python call): one per item an edit names
+    _splice = partial(tuple.__new__, Splice)
+    n = len(items)
     for change in changes:
+        # the commonest first: stubs (clear, mask), summaries (tiered, compact), drops (the eviction policies)
         if isinstance(change, Replace):
             old = change.item
-            new = make(change.message, old.origin, change.tokens, cleared=change.cleared, inserted=old.inserted,
-                       tags=old.tags if change.tags is None else change.tags, pinned=change.pinned)
+            message = change.message
+            new = Item(message, size(message) if change.tokens is None else change.tokens, blocks_of(message),
+                       old.origin, change.pinned, change.cleared, old.inserted, True,
+                       old.tags if change.tags is None else change.tags)
             at = old.pos
-            if not old.alive or at >= len(items) or items[at] is not old:
+            if not old.alive or at >= n or items[at] is not old:
                 raise _absent(policy, old)
-            add(Splice(at, at + 1, (new,)))
-        elif isinstance(change, Drop):
-            for s, e in _runs(items, change.items, policy):
-                add(Splice(s, e))
-        elif isinstance(change, Truncate):
-            old = change.item
-            new = make(change.message, old.origin, change.tokens, cleared=old.cleared, inserted=old.inserted,
-                       tags=old.tags)
-            at = old.pos
-            if not old.alive or at >= len(items) or items[at] is not old:
-                raise _absent(policy, old)
-            add(Splice(at, at + 1, (new,)))
+            add(_splice((at, at + 1, (new,))))
         elif isinstance(change, Summarize):
-            if not change.items:
+            named = change.items
+            if not named:
                 raise PolicyViolation(f"policy {policy}: a summary that replaces no message")
-            new = make(change.message, change.origin, change.tokens, inserted=True, tags=change.tags)
-            put: tuple[Item, ...] = (new,)
-            for s, e in _runs(items, change.items, policy):
-                add(Splice(s, e, put))
-                put = ()
+            message = change.message
+            new = Item(message, size(message) if change.tokens is None else change.tokens, blocks_of(message),
+                       change.origin, False, False, True, True, change.tags)
+            if len(named) == 1:  # one message summarised (tiered's one-line stand-ins)
+                old = named[0]
+                at = old.pos
+                if not old.alive or at >= n or items[at] is not old:
+                    raise _absent(policy, old)
+                add(_splice((at, at + 1, (new,))))
+            else:
+                put: tuple[Item, ...] = (new,)
+                for s, e in _runs(items, named, policy):
+                    add(_splice((s, e, put)))
+                    put = ()
             if change.call is not None:
                 if more is None:
                     more = list(calls)
                 more.append(change.call)
+        elif isinstance(change, Drop):
+            for s, e in _runs(items, change.items, policy):
+                add(_splice((s, e, ())))
+        elif isinstance(change, Truncate):
+            old = change.item
+            new = make(change.message, old.origin, change.tokens, False, old.cleared, old.inserted, old.tags)
+            at = old.pos
+            if not old.alive or at >= n or items[at] is not old:
+                raise _absent(policy, old)
+            add(_splice((at, at + 1, (new,))))
         elif isinstance(change, Insert):
             before = change.before
             if before is None:
-                at = len(items)
+                at = n
             else:
                 at = before.pos
-                if not before.alive or at >= len(items) or items[at] is not before:
+                if not before.alive or at >= n or items[at] is not before:
                     raise _absent(policy, before)
-            add(Splice(at, at, (make(change.message, -1, change.tokens, inserted=True, tags=change.tags),)))
+            add(_splice((at, at, (make(change.message, -1, change.tokens, False, False, True, change.tags),))))
         else:
             raise PolicyViolation(f"policy {policy}: {type(change).__name__} is not a change a policy may make")
     return Spliced(kind, tuple(splices), note, tuple(calls) if more is None else tuple(more))

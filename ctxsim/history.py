@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from operator import attrgetter
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ctxsim.composition import HEAD, category
 from ctxsim.errors import CtxsimError
@@ -99,6 +99,11 @@ class Applied:
 
 by_position = attrgetter("pos")  # sort key: an item's place in the live history
 _start = attrgetter("start")
+_SPLICED_IN_PLACE = 8  # edits of more splices rebuild the history past the first at once
+
+
+def _pinned(policy: str, item: Item) -> PolicyViolation:
+    return PolicyViolation(f"policy {policy}: edit touches pinned message (session index {item.origin})")
 
 
 
@@ -121,6 +126,11 @@ class History:
         self._result: dict[str, Item] = {}  # tool call id -> its result item
         # Tokens of the prompt by column (ctxsim.composition), the head (tools + system) included.
         self.composition: dict[str, int] = {HEAD: base_tokens}
+        # What the stages of the session share (View.shared): made with the history, dropped with it.
+        self.shared: dict[str, Any] = {}
+        # What a policy's View reads, bound once: the items, the result and the holder of a call id.
+        self.reads: tuple[list[Item], Callable[[str], Item | None], Callable[[str], Item | None]] = (
+            self.items, self._result.get, self._holder.get)
 
     # ------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -163,6 +173,12 @@ class History:
     def item(self, message: Message, origin: int = -1, tokens: int | None = None, **flags: object) -> Item:
         size = self._size(message) if tokens is None else tokens
         return Item(message, size, self._blocks(message), origin, **flags)  # type: ignore[arg-type]
+
+    def made(self, message: Message, origin: int, tokens: int | None, pinned: bool, cleared: bool, inserted: bool,
+             tags: frozenset[str]) -> Item:
+        """`item` with every flag given, in Item's order (the engine's, once per item an edit puts in)."""
+        return Item(message, self._size(message) if tokens is None else tokens, self._blocks(message), origin,
+                    pinned, cleared, inserted, True, tags)
 
     def append(self, item: Item, column: str | None = None) -> None:
         """Add `item` at the end; `column` is its composition column when the caller knows it."""
@@ -215,26 +231,49 @@ class History:
         tokens, nblocks = self._tokens, self._nblocks
         in_place = True  # item for item (stubs): nothing moves
         touched = 0
-        for start, end, new in splices:
-            old = items[start:end]
-            spliced.append((old, new))
-            for item in old:
-                if item.pinned:
-                    raise PolicyViolation(
-                        f"policy {policy}: edit touches pinned message (session index {item.origin})"
-                    )
-            removed += old
-            added += new
-            items[start:end] = new
-            if not new:
-                del tokens[start:end]
-                del nblocks[start:end]
-            else:
-                tokens[start:end] = [item.tokens for item in new]
-                nblocks[start:end] = [item.blocks for item in new]
-            if len(new) != end - start:
-                in_place = False
-            touched += max(end - start, len(new))
+        if len(splices) <= _SPLICED_IN_PLACE:
+            for start, end, new in splices:
+                old = items[start:end]
+                spliced.append((old, new))
+                for item in old:
+                    if item.pinned:
+                        raise _pinned(policy, item)
+                removed += old
+                added += new
+                items[start:end] = new
+                if not new:
+                    del tokens[start:end]
+                    del nblocks[start:end]
+                else:
+                    tokens[start:end] = [item.tokens for item in new]
+                    nblocks[start:end] = [item.blocks for item in new]
+                if len(new) != end - start:
+                    in_place = False
+                touched += max(end - start, len(new))
+        else:  # many splices (a compaction's summaries): the history past the first is rebuilt once, not per splice
+            for start, end, new in splices:
+                old = items[start:end]
+                spliced.append((old, new))
+                for item in old:
+                    if item.pinned:
+                        raise _pinned(policy, item)
+                if len(new) != end - start:
+                    in_place = False
+                touched += max(end - start, len(new))
+            first_start = splices[-1].start
+            tail: list[Item] = []
+            cursor = first_start
+            for start, end, new in reversed(splices):  # in order
+                tail += items[cursor:start]
+                tail += new
+                cursor = end
+            tail += items[cursor:]
+            for old, new in spliced:  # removed and added as the splices are applied: last first
+                removed += old
+                added += new
+            items[first_start:] = tail
+            tokens[first_start:] = [item.tokens for item in tail]
+            nblocks[first_start:] = [item.blocks for item in tail]
         comp = self.composition
         less_tokens = less_blocks = 0
         for item in removed:

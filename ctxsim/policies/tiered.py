@@ -462,8 +462,13 @@ class TieredPolicy:
         if not spans:
             return ()
         changes = changes_of(view, spans)
-        self._own = {id(it) for change in changes for it in removed_by(change)}
-        self._own_inserts = sum(1 for change in changes if isinstance(change, Insert))
+        # every item of a span goes (dropped, cut, summarised or under the marker): our splices name those alone
+        items = view.items
+        own: set[int] = set()
+        for start, stop, _ in spans:
+            own.update(map(id, items[start:stop]))
+        self._own = own
+        self._own_inserts = sum(1 for change in changes if type(change) is Insert)
         note = (f"level {result.level}: {end} -> {len(result.entries)} messages, {live:,} -> {after:,} tokens "
                 f"(budget {budget:,}, target {target:,}, ratio {ratio:.4f}, growth {self.growth:.1f}/turn)")
         return (Edit(result.level, changes, note),)
@@ -748,15 +753,6 @@ def _spans_of(entries: Sequence[Entry], end: int) -> list[tuple[int, int, tuple[
 
 
 REFERENCE = PlainTiered
-
-
-def removed_by(change: Change) -> tuple[Item, ...]:
-    """The items a change takes out of the history."""
-    if isinstance(change, (Drop, Summarize)):
-        return change.items
-    if isinstance(change, Insert):
-        return ()
-    return (change.item,)
 
 
 def summary_of(message: Message) -> str:
