@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, NamedTuple
 
 from ctxsim.caching import CacheModel, CacheResult, CacheSpec, WarmStart, cache_spec
@@ -354,6 +355,7 @@ class Replayer:
                 begin()
         # observers told of each request before its answer is appended (policies.base: `requested`)
         requesters = [o for o in observers if hasattr(o, "requested")]
+        observes = [o.observe for o in observers]  # bound once: called at every append and splice
         edits_made: list[tuple[str, str, int]] = []  # (stage, event kind, splices) of this request's edits
         base = sizer.tools(session) + sizer.system(session) + self.setup.hidden_prefix_tokens
         history = History(base, sizer.message, blocks)
@@ -396,9 +398,10 @@ class Replayer:
                                                       change.note, 1, item.tokens, new.tokens))
                             item, column = new, None  # its column: worked out again as it is appended
                 append(item, column)
-                if observers:
-                    for observer in observers:
-                        observer.observe((), (item,))
+                if observes:
+                    added = (item,)
+                    for observe in observes:
+                        observe((), added)
                 last_ts = ts_s if ts_s is not None else last_ts
                 continue
             index += 1
@@ -411,10 +414,10 @@ class Replayer:
                 for decided in stage.decide(ctx):
                     edit = decided if isinstance(decided, Spliced) else resolve_edit(history, decided, stage.name)
                     applied = history.apply(edit, stage.name)
-                    if observers:
-                        for removed, added in applied.spliced:
-                            for observer in observers:
-                                observer.observe(removed, added)
+                    if observes:
+                        for removed, put in applied.spliced:
+                            for observe in observes:
+                                observe(removed, put)
                     cache.edited(applied.first_index)
                     valid = min(valid, applied.first_index)
                     events.append(EventRecord(number, session.id, stage.name, applied.kind, applied.note,
@@ -443,9 +446,10 @@ class Replayer:
                 edits_made.clear()
             answer = Item(message, size, n_blocks, origin)
             append(answer, column)
-            if observers:
-                for observer in observers:
-                    observer.observe((), (answer,))
+            if observes:
+                added = (answer,)
+                for observe in observes:
+                    observe((), added)
             prev_items = len(history)
             valid = prev_items
             last_ts = ts_s if ts_s is not None else last_ts
@@ -489,64 +493,121 @@ class Replayer:
         )
 
 
+def _absent(policy: str, item: Item) -> PolicyViolation:
+    return PolicyViolation(f"policy {policy}: an edit names a message that is not in the history "
+                           f"(session index {item.origin})")
+
+
+def _runs(items: list[Item], named: tuple[Item, ...], policy: str) -> list[tuple[int, int]]:
+    """The [start, end) runs of the positions of `named` (checked to be live), in order."""
+    n = len(items)
+    start = named[0].pos if named else 0
+    expect = start  # named in order, one after the other (a message and its results): one run, no sort
+    for item in named:
+        pos = item.pos
+        if not item.alive or pos >= n or items[pos] is not item:
+            raise _absent(policy, item)
+        if pos != expect:
+            break
+        expect += 1
+    else:
+        return [(start, expect)] if named else []
+    positions = []
+    for item in named:
+        pos = item.pos
+        if not item.alive or pos >= n or items[pos] is not item:
+            raise _absent(policy, item)
+        positions.append(pos)
+    positions.sort()
+    out: list[tuple[int, int]] = []
+    start = end = -1
+    for pos in positions:
+        if pos == end:
+            end = pos + 1
+        elif pos < end:
+            raise PolicyViolation(f"policy {policy}: an edit names one message twice")
+        else:
+            if end >= 0:
+                out.append((start, end))
+            start, end = pos, pos + 1
+    if end >= 0:
+        out.append((start, end))
+    return out
+
+
 def resolve_edit(history: History, edit: object, policy: str) -> Spliced:
     """An edit that names items (policies.base), as splices of the history as it stands now."""
     if isinstance(edit, Edit):
-        kind, changes, note, calls = edit.kind, edit.changes, edit.note, list(edit.calls)
+        kind, changes, note, calls = edit.kind, edit.changes, edit.note, edit.calls
     elif type(edit) in DEFAULT_KIND:
-        kind, changes, note, calls = DEFAULT_KIND[type(edit)], (edit,), "", []  # type: ignore[assignment]
+        kind, changes, note, calls = DEFAULT_KIND[type(edit)], (edit,), "", ()  # type: ignore[assignment]
     else:
         raise PolicyViolation(f"policy {policy}: returned {type(edit).__name__}, not an edit")
     splices: list[Splice] = []
-    make = history.item
-
-    def place(item: Item) -> int:
-        if not item.alive or item.pos >= len(history.items) or history.items[item.pos] is not item:
-            raise PolicyViolation(f"policy {policy}: an edit names a message that is not in the history "
-                                  f"(session index {item.origin})")
-        return item.pos
-
-    def runs(items: tuple[Item, ...]) -> list[tuple[int, int]]:
-        positions = sorted(place(item) for item in items)
-        out: list[tuple[int, int]] = []
-        for pos in positions:
-            if out and out[-1][1] == pos:
-                out[-1] = (out[-1][0], pos + 1)
-            elif out and out[-1][1] > pos:
-                raise PolicyViolation(f"policy {policy}: an edit names one message twice")
-            else:
-                out.append((pos, pos + 1))
-        return out
-
+    add = splices.append
+    items = history.items
+    make = history.made
+    more: list[SideCall] | None = None  # the summaries' calls, after the edit's own
+    size, blocks_of = history._size, history._blocks  # what history.made reads, for the new items made here
+    # Splice(start, end, new) without the NamedTuple's own __new__ (a Python call): one per item an edit names
+    _splice = partial(tuple.__new__, Splice)
+    n = len(items)
     for change in changes:
-        if isinstance(change, Drop):
-            splices.extend(Splice(s, e) for s, e in runs(change.items))
-        elif isinstance(change, Replace):
+        # the commonest first: stubs (clear, mask), summaries (tiered, compact), drops (the eviction policies)
+        if isinstance(change, Replace):
             old = change.item
-            new = make(change.message, old.origin, change.tokens, cleared=change.cleared, inserted=old.inserted,
-                       tags=old.tags if change.tags is None else change.tags, pinned=change.pinned)
-            at = place(old)
-            splices.append(Splice(at, at + 1, (new,)))
+            message = change.message
+            new = Item(message, size(message) if change.tokens is None else change.tokens, blocks_of(message),
+                       old.origin, change.pinned, change.cleared, old.inserted, True,
+                       old.tags if change.tags is None else change.tags)
+            at = old.pos
+            if not old.alive or at >= n or items[at] is not old:
+                raise _absent(policy, old)
+            add(_splice((at, at + 1, (new,))))
+        elif isinstance(change, Summarize):
+            named = change.items
+            if not named:
+                raise PolicyViolation(f"policy {policy}: a summary that replaces no message")
+            message = change.message
+            new = Item(message, size(message) if change.tokens is None else change.tokens, blocks_of(message),
+                       change.origin, False, False, True, True, change.tags)
+            if len(named) == 1:  # one message summarised (tiered's one-line stand-ins)
+                old = named[0]
+                at = old.pos
+                if not old.alive or at >= n or items[at] is not old:
+                    raise _absent(policy, old)
+                add(_splice((at, at + 1, (new,))))
+            else:
+                put: tuple[Item, ...] = (new,)
+                for s, e in _runs(items, named, policy):
+                    add(_splice((s, e, put)))
+                    put = ()
+            if change.call is not None:
+                if more is None:
+                    more = list(calls)
+                more.append(change.call)
+        elif isinstance(change, Drop):
+            for s, e in _runs(items, change.items, policy):
+                add(_splice((s, e, ())))
         elif isinstance(change, Truncate):
             old = change.item
-            new = make(change.message, old.origin, change.tokens, cleared=old.cleared, inserted=old.inserted,
-                       tags=old.tags)
-            at = place(old)
-            splices.append(Splice(at, at + 1, (new,)))
-        elif isinstance(change, Summarize):
-            if not change.items:
-                raise PolicyViolation(f"policy {policy}: a summary that replaces no message")
-            new = make(change.message, change.origin, change.tokens, inserted=True, tags=change.tags)
-            splices.extend(Splice(s, e, (new,) if k == 0 else ()) for k, (s, e) in enumerate(runs(change.items)))
-            if change.call is not None:
-                calls.append(change.call)
+            new = make(change.message, old.origin, change.tokens, False, old.cleared, old.inserted, old.tags)
+            at = old.pos
+            if not old.alive or at >= n or items[at] is not old:
+                raise _absent(policy, old)
+            add(_splice((at, at + 1, (new,))))
         elif isinstance(change, Insert):
-            at = len(history.items) if change.before is None else place(change.before)
-            splices.append(Splice(at, at, (make(change.message, -1, change.tokens, inserted=True,
-                                                     tags=change.tags),)))
+            before = change.before
+            if before is None:
+                at = n
+            else:
+                at = before.pos
+                if not before.alive or at >= n or items[at] is not before:
+                    raise _absent(policy, before)
+            add(_splice((at, at, (make(change.message, -1, change.tokens, False, False, True, change.tags),))))
         else:
             raise PolicyViolation(f"policy {policy}: {type(change).__name__} is not a change a policy may make")
-    return Spliced(kind, tuple(splices), note, tuple(calls))
+    return Spliced(kind, tuple(splices), note, tuple(calls) if more is None else tuple(more))
 
 
 __all__ = ["Framing", "PolicyRun", "Replayer", "Setup"]

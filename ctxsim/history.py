@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from operator import attrgetter
+from typing import Any, NamedTuple
 
 from ctxsim.composition import HEAD, category
 from ctxsim.errors import CtxsimError
@@ -42,9 +43,9 @@ class Item:
     pos: int = -1  # its index in the live history, kept current by the History (O(1) look-ups)
 
 
-@dataclass(frozen=True, slots=True)
-class Splice:
-    """Replace history[start:end] with `new` (empty `new` drops the span)."""
+class Splice(NamedTuple):
+    """Replace history[start:end] with `new` (empty `new` drops the span). A NamedTuple: the engine makes
+    one per item an edit names, and a tuple is made in a third of a frozen dataclass's time."""
 
     start: int
     end: int
@@ -97,6 +98,12 @@ class Applied:
 
 
 by_position = attrgetter("pos")  # sort key: an item's place in the live history
+_start = attrgetter("start")
+_SPLICED_IN_PLACE = 8  # edits of more splices rebuild the history past the first at once
+
+
+def _pinned(policy: str, item: Item) -> PolicyViolation:
+    return PolicyViolation(f"policy {policy}: edit touches pinned message (session index {item.origin})")
 
 
 
@@ -119,6 +126,11 @@ class History:
         self._result: dict[str, Item] = {}  # tool call id -> its result item
         # Tokens of the prompt by column (ctxsim.composition), the head (tools + system) included.
         self.composition: dict[str, int] = {HEAD: base_tokens}
+        # What the stages of the session share (View.shared): made with the history, dropped with it.
+        self.shared: dict[str, Any] = {}
+        # What a policy's View reads, bound once: the items, the result and the holder of a call id.
+        self.reads: tuple[list[Item], Callable[[str], Item | None], Callable[[str], Item | None]] = (
+            self.items, self._result.get, self._holder.get)
 
     # ------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -162,6 +174,12 @@ class History:
         size = self._size(message) if tokens is None else tokens
         return Item(message, size, self._blocks(message), origin, **flags)  # type: ignore[arg-type]
 
+    def made(self, message: Message, origin: int, tokens: int | None, pinned: bool, cleared: bool, inserted: bool,
+             tags: frozenset[str]) -> Item:
+        """`item` with every flag given, in Item's order (the engine's, once per item an edit puts in)."""
+        return Item(message, self._size(message) if tokens is None else tokens, self._blocks(message), origin,
+                    pinned, cleared, inserted, True, tags)
+
     def append(self, item: Item, column: str | None = None) -> None:
         """Add `item` at the end; `column` is its composition column when the caller knows it."""
         items = self.items
@@ -194,59 +212,102 @@ class History:
     # ------------------------------------------------------------ editing
     def apply(self, edit: Edit, policy: str) -> Applied:
         """Apply one edit; returns what it did. Raises PolicyViolation on a bad edit."""
-        splices = sorted(edit.splices, key=lambda s: s.start, reverse=True)
-        before = self.prompt_tokens
-        last_start = len(self.items) + 1
+        items = self.items
+        n = len(items)
+        splices: Sequence[Splice] = edit.splices
+        if len(splices) > 1:
+            splices = sorted(splices, key=_start, reverse=True)
+        last_start = n + 1
         for s in splices:
-            if not 0 <= s.start <= s.end <= len(self.items):
+            if not 0 <= s.start <= s.end <= n:
                 raise PolicyViolation(f"policy {policy}: edit span {s.start}:{s.end} outside the history")
             if s.end > last_start:
                 raise PolicyViolation(f"policy {policy}: overlapping edit spans")
             last_start = s.start
+        before = self.base_tokens + self._total_tokens
         removed: list[Item] = []
+        added: list[Item] = []
         spliced: list[tuple[list[Item], tuple[Item, ...]]] = []
-        for s in splices:
-            old = self.items[s.start : s.end]
-            spliced.append((old, s.new))
-            for item in old:
-                if item.pinned:
-                    raise PolicyViolation(
-                        f"policy {policy}: edit touches pinned message (session index {item.origin})"
-                    )
-            removed.extend(old)
-            self.items[s.start : s.end] = s.new
-            self._tokens[s.start : s.end] = [item.tokens for item in s.new]
-            self._nblocks[s.start : s.end] = [item.blocks for item in s.new]
+        tokens, nblocks = self._tokens, self._nblocks
+        in_place = True  # item for item (stubs): nothing moves
+        touched = 0
+        if len(splices) <= _SPLICED_IN_PLACE:
+            for start, end, new in splices:
+                old = items[start:end]
+                spliced.append((old, new))
+                for item in old:
+                    if item.pinned:
+                        raise _pinned(policy, item)
+                removed += old
+                added += new
+                items[start:end] = new
+                if not new:
+                    del tokens[start:end]
+                    del nblocks[start:end]
+                else:
+                    tokens[start:end] = [item.tokens for item in new]
+                    nblocks[start:end] = [item.blocks for item in new]
+                if len(new) != end - start:
+                    in_place = False
+                touched += max(end - start, len(new))
+        else:  # many splices (a compaction's summaries): the history past the first is rebuilt once, not per splice
+            for start, end, new in splices:
+                old = items[start:end]
+                spliced.append((old, new))
+                for item in old:
+                    if item.pinned:
+                        raise _pinned(policy, item)
+                if len(new) != end - start:
+                    in_place = False
+                touched += max(end - start, len(new))
+            first_start = splices[-1].start
+            tail: list[Item] = []
+            cursor = first_start
+            for start, end, new in reversed(splices):  # in order
+                tail += items[cursor:start]
+                tail += new
+                cursor = end
+            tail += items[cursor:]
+            for old, new in spliced:  # removed and added as the splices are applied: last first
+                removed += old
+                added += new
+            items[first_start:] = tail
+            tokens[first_start:] = [item.tokens for item in tail]
+            nblocks[first_start:] = [item.blocks for item in tail]
         comp = self.composition
+        less_tokens = less_blocks = 0
         for item in removed:
             item.alive = False
+            comp[category(item)] -= item.tokens
+            less_tokens += item.tokens
+            less_blocks += item.blocks
+        first = splices[-1].start if splices else len(items)  # sorted by start, last first
+        more_tokens = more_blocks = 0
+        index = self._index
+        for item in added:
+            item.alive = True
+            if item.message.tool_calls or item.message.role == "tool":  # what _index looks at
+                index(item)
             key = category(item)
-            comp[key] -= item.tokens
-        first = min(s.start for s in splices) if splices else len(self.items)
-        for s in splices:
-            for item in s.new:
-                item.alive = True
-                self._index(item)
-                key = category(item)
-                comp[key] = comp.get(key, 0) + item.tokens
-        added = [i for s in splices for i in s.new]
+            comp[key] = comp.get(key, 0) + item.tokens
+            more_tokens += item.tokens
+            more_blocks += item.blocks
         self._check_orphans(removed, added, policy)
-        if all(len(s.new) == s.end - s.start for s in splices):  # item for item (stubs): nothing moves
+        if in_place:
             for s in splices:
                 for pos, item in enumerate(s.new, s.start):
                     item.pos = pos
         else:
-            for pos, item in enumerate(self.items[first:], first):
+            for pos, item in enumerate(items[first:], first):
                 item.pos = pos
-        self._total_tokens += sum(item.tokens for item in added) - sum(item.tokens for item in removed)
-        self._total_blocks += sum(item.blocks for item in added) - sum(item.blocks for item in removed)
+        self._total_tokens += more_tokens - less_tokens
+        self._total_blocks += more_blocks - less_blocks
         if first < self._summed:  # the sums past the edit are stale: dropped until a read needs them
             self._summed = first
             del self._cum_tokens[first + 1:]
             del self._cum_blocks[first + 1:]
-        touched = sum(max(s.end - s.start, len(s.new)) for s in splices)
         spliced.reverse()  # applied last first: told first first
-        return Applied(edit.kind, edit.note, touched, before, self.prompt_tokens, first, spliced)
+        return Applied(edit.kind, edit.note, touched, before, self.base_tokens + self._total_tokens, first, spliced)
 
     def _check_orphans(self, removed: Sequence[Item], added: Sequence[Item], policy: str) -> None:
         for item in removed:

@@ -87,6 +87,9 @@ def short_args(call: ToolCall | None) -> str:
     return call.arguments_json[:200]
 
 
+NO_TAGS: frozenset[str] = frozenset()  # a stub's tags: none
+
+
 class Stub(NamedTuple):
     """The stub of one tool result: its message and size."""
 
@@ -208,7 +211,7 @@ class ClearPolicy:
         for item in stale:
             stub = self._stub(view, item)
             freed += item.tokens - stub.tokens
-            changes.append(Replace(item, stub.message, stub.tokens, tags=frozenset()))
+            changes.append(Replace(item, stub.message, stub.tokens, NO_TAGS))
         if p.clear_tool_inputs:
             for holder, message in without_inputs(view, stale):
                 tokens = view.size(message)

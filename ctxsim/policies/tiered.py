@@ -275,24 +275,32 @@ def changes_of(view: View, spans: Sequence[tuple[int, int, tuple[Written, ...]]]
     drop: list[int] = []
     for start, end, written in spans:
         cursor = start
+        # upto[k]: where the next message written after the k-th one stands (its source), else the span's end
+        upto = [end] * len(written)
+        following = end
+        for k in range(len(written) - 1, -1, -1):
+            upto[k] = following
+            src = written[k].source
+            if src is not None:
+                following = src
+        last = len(written) - 1
         for k, w in enumerate(written):
-            upto = next((x.source for x in written[k + 1:] if x.source is not None), end)  # the next one's place
-            if w.source is None:  # the marker
-                if upto > cursor:
-                    out.append(Summarize(picked(view, range(cursor, upto)), w.message, tokens=w.tokens))
+            source = w.source
+            if source is None:  # the marker
+                if upto[k] > cursor:
+                    out.append(Summarize(tuple(items[cursor:upto[k]]), w.message, tokens=w.tokens))
                 else:
-                    out.append(Insert(w.message, items[upto] if upto < len(items) else None, w.tokens))
-                cursor = upto
+                    out.append(Insert(w.message, items[upto[k]] if upto[k] < len(items) else None, w.tokens))
+                cursor = upto[k]
                 continue
-            drop.extend(range(cursor, w.source))
-            item = items[w.source]
+            drop.extend(range(cursor, source))
+            item = items[source]
             if w.kind == "cut":  # a fresh copy: not a stub, no tags
                 out.append(Replace(item, w.message, w.tokens, tags=frozenset(), cleared=False))
-                cursor = w.source + 1
+                cursor = source + 1
             else:  # the summary of an assistant message, and what goes after it (the marker, if next, takes that)
-                stop = upto if k + 1 == len(written) or written[k + 1].source is not None else w.source + 1
-                out.append(Summarize(picked(view, range(w.source, stop)), w.message, tokens=w.tokens,
-                                     origin=item.origin))
+                stop = upto[k] if k == last or written[k + 1].source is not None else source + 1
+                out.append(Summarize(tuple(items[source:stop]), w.message, tokens=w.tokens, origin=item.origin))
                 cursor = stop
         drop.extend(range(cursor, end))
     if drop:
@@ -454,8 +462,13 @@ class TieredPolicy:
         if not spans:
             return ()
         changes = changes_of(view, spans)
-        self._own = {id(it) for change in changes for it in removed_by(change)}
-        self._own_inserts = sum(1 for change in changes if isinstance(change, Insert))
+        # every item of a span goes (dropped, cut, summarised or under the marker): our splices name those alone
+        items = view.items
+        own: set[int] = set()
+        for start, stop, _ in spans:
+            own.update(map(id, items[start:stop]))
+        self._own = own
+        self._own_inserts = sum(1 for change in changes if type(change) is Insert)
         note = (f"level {result.level}: {end} -> {len(result.entries)} messages, {live:,} -> {after:,} tokens "
                 f"(budget {budget:,}, target {target:,}, ratio {ratio:.4f}, growth {self.growth:.1f}/turn)")
         return (Edit(result.level, changes, note),)
@@ -740,15 +753,6 @@ def _spans_of(entries: Sequence[Entry], end: int) -> list[tuple[int, int, tuple[
 
 
 REFERENCE = PlainTiered
-
-
-def removed_by(change: Change) -> tuple[Item, ...]:
-    """The items a change takes out of the history."""
-    if isinstance(change, (Drop, Summarize)):
-        return change.items
-    if isinstance(change, Insert):
-        return ()
-    return (change.item,)
 
 
 def summary_of(message: Message) -> str:

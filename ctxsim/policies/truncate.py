@@ -20,7 +20,7 @@ the middle out of a file read removes the part the agent asked for.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ctxsim.model import Message
@@ -163,17 +163,22 @@ class TruncatePolicy:
 
     name = "truncate"
 
+    # Only a retroactive truncate (`on_append=false`) observes: cutting on arrival needs no telling of
+    # changes, and an observer the engine need not call costs nothing at each append and splice.
+    observe: Callable[[Sequence[Item], Sequence[Item]], None]
+
     def __init__(self, params: TruncateParams) -> None:
         self.params = params
         self.caps = LineCaps.of(params.max_lines, params.exempt_tools, params.overrides)
         self._fresh: list[Item] = []  # tool results put in the history since the last decision
+        if not params.on_append:
+            self.observe = self._observe
 
     def start(self) -> None:
         self._fresh = []
 
-    def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
-        if not self.params.on_append:
-            self._fresh.extend(item for item in added if item.message.role == "tool")
+    def _observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
+        self._fresh.extend(item for item in added if item.message.role == "tool")
 
     def on_append(self, view: View, message: Message) -> Rewrite | None:
         if not self.params.on_append:
