@@ -347,7 +347,8 @@ class Replayer:
             begin = getattr(stage, "start", None)
             if begin is not None:
                 begin()
-        observers: list[Observer] = [s for s in stages if hasattr(s, "observe")]  # type: ignore[misc]
+        observers: list[Observer] = [s for s in stages  # type: ignore[misc]
+                                     if hasattr(s, "observe") and getattr(s, "observing", True)]
         observers.extend(state.observers)
         for observer in state.observers:
             begin = getattr(observer, "start", None)

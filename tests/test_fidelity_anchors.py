@@ -15,7 +15,7 @@ from ctxsim.analysis.validate import validate
 from ctxsim.engine import Replayer, Setup
 from ctxsim.formats import read_traces
 from ctxsim.model import Message, Session, Trace, Usage, format_ts
-from ctxsim.policies import parse_policy
+from ctxsim.policies import Stages, parse_policy
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import Framing, MessageSizer
 
@@ -276,3 +276,29 @@ def test_a_stub_takes_the_images_and_anchored_tokens_of_what_it_replaced() -> No
     # takes that one result alone: its text's 977 and the 1,000 that rode on it
     assert [(e.request, e.messages, e.freed_tokens) for e in plain][:1] == [(4, 2, 2 * 977)]
     assert [(e.request, e.messages, e.freed_tokens) for e in heavy][:1] == [(3, 1, 977 + 1_000)]
+
+
+def test_the_reasoning_rule_leaves_a_session_with_no_reasoning_unobserved() -> None:
+    """The rule follows the history only in a session whose responses carry reasoning: elsewhere the engine
+    leaves it out of its observers (no call per change), and the replay is what it was."""
+    from ctxsim.analysis.calibrate import ProviderReasoningRule
+
+    plain = Session(id="p", model="claude-haiku-4-5", messages=(Message("user", "go"), Message("assistant", "ok")))
+    thinking = Session(id="t", model="claude-haiku-4-5", messages=(
+        Message("user", "go"), Message("assistant", "ok", thinking="let me see")))
+    rule = ProviderReasoningRule("anthropic", "claude-haiku-4-5")
+    rule.foresee(plain)
+    assert rule.observing is False
+    rule.foresee(thinking)
+    assert rule.observing is True
+    calls: list[int] = []
+
+    class Counting(ProviderReasoningRule):
+        def observe(self, removed, added):  # type: ignore[no-untyped-def]
+            calls.append(len(added))
+            super().observe(removed, added)
+
+    trace = Trace("two", (plain, thinking))
+    replayer = Replayer(trace, MessageSizer(counter(), Framing()), Setup())
+    replayer.run(Stages("rule+none", (Counting("anthropic", "claude-haiku-4-5"), parse_policy("none"))))
+    assert sum(calls) == len(thinking.messages)  # told of the thinking session's appends only

@@ -146,6 +146,7 @@ class ProviderReasoningRule:
         self._carriers: dict[int, Item] = {}  # live items that carry reasoning, not dropped yet (by id)
         self._last_user: Item | None = None  # the live user message furthest down the history
         self._rescan = False  # the latest user message was removed: find it again
+        self.observing = True  # the engine tells it of changes (foresee: only where a response carries reasoning)
         self.dropped_tokens = 0
 
     @property
@@ -169,7 +170,9 @@ class ProviderReasoningRule:
         """The models the session's requests are sent to (the provider applies its rule per request).
 
         The recorded models are followed when the rule's own model is the first session's (the trace's
-        own); a rule made for another model (a forced `--model`) applies that model to every request."""
+        own); a rule made for another model (a forced `--model`) applies that model to every request.
+        A session with no response carrying reasoning leaves the rule out of its observers."""
+        self.observing = any(self._carries(m) for m in session.messages)
         fallback = session.model or next((m.model for m in session.messages if m.model), None) or self.model
         if self._follow is None:
             own, mine = fallback.lower(), self.model.lower()

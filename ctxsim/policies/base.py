@@ -244,7 +244,11 @@ class Policy(Protocol):
 
 
 class Observer(Protocol):
-    """Anything told of every change to the history (a policy's state, the loss meter)."""
+    """Anything told of every change to the history (a policy's state, the loss meter).
+
+    A stage that has nothing to follow in a session may set `observing = False` once its `foresee` or
+    `start` has run: the engine then leaves it out of that session's calls (the provider's reasoning rule
+    in a session with no reasoning to drop)."""
 
     def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None: ...
 
