@@ -169,7 +169,7 @@ def _measure(view: View) -> tuple[object, Callable[[str], int], Callable[[int], 
     counter = getattr(sizer, "counter", None)
     framing = getattr(sizer, "framing", None)
     tokenizer = getattr(counter, "tokenizer", None)
-    if counter is None or framing is None or framing.scale != 1.0 or framing.file_weight != 1.0:
+    if counter is None or framing is None or not framing.unscaled:
         return None
     if getattr(tokenizer, "_known_split", False):
         return counter, counter.count, _same

@@ -181,8 +181,7 @@ class SummarySizer:
         framing = getattr(sizer, "framing", None)
         encoding = getattr(getattr(counter, "tokenizer", None), "_encoding", None)
         if (getattr(encoding, "_pat_str", None) not in _ADDITIVE_AT_NEWLINE_DASH or framing is None
-                or framing.scale != 1.0 or framing.file_weight != 1.0 or message.thinking or message.tool_calls
-                or message.extra_tokens):
+                or not framing.unscaled or message.thinking or message.tool_calls or message.extra_tokens):
             return ctx.size(message)
         if counter is not self._counter:
             self._counter, self._pieces, self._last = counter, {}, None

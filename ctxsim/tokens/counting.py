@@ -49,6 +49,12 @@ class Framing:
     scale: float = 1.0  # calibration: billed tokens per counted token (e.g. Claude's tokenizer vs o200k)
     file_weight: float = 1.0  # file-content tokens relative to the rest (see the module text); 1: no classes
 
+    @property
+    def unscaled(self) -> bool:
+        """Whether every counted token is one token of the message's size (no scale, no class weight): a
+        size then adds up piece by piece, which the policies that size texts in pieces rely on."""
+        return self.scale == 1.0 and self.file_weight == 1.0
+
 
 # Tool names (lower case, without separators) whose result is a file's content, or whose call
 # arguments carry a file's new content, across the products ctxsim reads.
