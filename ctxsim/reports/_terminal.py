@@ -185,11 +185,12 @@ def lines_out() -> Callable[[str], None]:
     if not sys.stdout.isatty():
         return lambda line: print(line)
     console = Console(soft_wrap=False)
+    return lambda line: prose(console, line)
 
-    def say(line: str) -> None:
-        console.print(line, style="bold" if line.startswith("warning") else None, highlight=False, markup=False)
 
-    return say
+def prose(console: Console, line: str) -> None:
+    """One line of prose on a rich console: wrapped at words, a warning in bold, never read as markup."""
+    console.print(line, style="bold" if line.startswith("warning") else None, highlight=False, markup=False)
 
 
 def rich_table(table: TableData) -> Table:
@@ -234,7 +235,7 @@ def emit(result: RunResult, out: TextIO, every: int | None, terminal: bool) -> N
         console = Console(file=out, force_terminal=True)
         console.print(head, style="dim", highlight=False)
         for line in above:
-            console.print(line, style="bold" if line.startswith("warning") else None, highlight=False, markup=False)
+            prose(console, line)
         for table in tables:
             console.print(rich_table(table))
         console.print("[bold]events[/bold]" if events else "[bold]events[/bold]: none")
