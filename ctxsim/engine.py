@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
+from operator import is_
 from typing import Any, NamedTuple
 
 from ctxsim.caching import CacheModel, CacheResult, CacheSpec, WarmStart, cache_spec
@@ -385,12 +386,18 @@ class Replayer:
         state.composition.append((history.composition, numbers, snapshots))
         columns = history.composition.values
         column: str | None  # the recorded message's column; None once a stage rewrote it on arrival
+        # One view per stage (and one for the appending stages), made once per session and brought up to
+        # date before each call: a view is read during the call it is passed to (policies.base.View).
+        size_of = sizer.message
+        append_view = View(history, 0, window, size_of) if appenders else None
+        stage_views = [(stage, View(history, 0, window, size_of)) for stage in stages]
         for origin, message in enumerate(session.messages):
             size, n_blocks, ts_s, pinned, column = recorded[origin]
             if message.role != "assistant":
                 item = Item(message, size, n_blocks, origin, pinned)
-                if appenders and not pinned:
-                    ctx = View(history, state.requests + 1, window, sizer.message, last_ts)
+                if append_view is not None and not pinned:
+                    ctx = append_view
+                    ctx.request, ctx.ts_s = state.requests + 1, last_ts
                     for stage in appenders:
                         change = stage.on_append(ctx, item.message)
                         if change is not None:
@@ -410,8 +417,8 @@ class Replayer:
             number = state.requests
             request_ts = last_ts if last_ts is not None else ts_s
             before = history.prompt_tokens
-            for stage in stages:
-                ctx = View(history, number, window, sizer.message, request_ts, before)
+            for stage, ctx in stage_views:
+                ctx.request, ctx.ts_s, ctx.prompt_before_tokens = number, request_ts, before
                 for decided in stage.decide(ctx):
                     edit = decided if isinstance(decided, Spliced) else resolve_edit(history, decided, stage.name)
                     applied = history.apply(edit, stage.name)
@@ -502,17 +509,14 @@ def _absent(policy: str, item: Item) -> PolicyViolation:
 def _runs(items: list[Item], named: tuple[Item, ...], policy: str) -> list[tuple[int, int]]:
     """The [start, end) runs of the positions of `named` (checked to be live), in order."""
     n = len(items)
-    start = named[0].pos if named else 0
-    expect = start  # named in order, one after the other (a message and its results): one run, no sort
-    for item in named:
-        pos = item.pos
-        if not item.alive or pos >= n or items[pos] is not item:
-            raise _absent(policy, item)
-        if pos != expect:
-            break
-        expect += 1
-    else:
-        return [(start, expect)] if named else []
+    if not named:
+        return []
+    start = named[0].pos
+    end = start + len(named)
+    # named in order, one after the other (a message and its results): one run, checked in C (the live
+    # history holds exactly the named items there), no sort
+    if start >= 0 and end <= n and all(map(is_, items[start:end], named)):
+        return [(start, end)]
     positions = []
     for item in named:
         pos = item.pos

@@ -128,3 +128,23 @@ class Bad:
 def test_the_engine_refuses_an_edit_that_breaks_the_contract(what, message):
     with pytest.raises(PolicyViolation, match=message):
         replay(trace(), Bad(what))
+
+
+def test_with_content_is_replace_with_the_text_and_the_extra_tokens_it_carried() -> None:
+    """`Message.with_content` copies the slots itself (faster than the frozen init): every field but the
+    text (and a user or tool message's extra_tokens) is the original's, as `dataclasses.replace` gives."""
+    import dataclasses
+
+    from ctxsim.model import ToolCall, Usage
+
+    full = Message("assistant", "old", ts="2026-01-01T00:00:00Z", thinking="t", tool_calls=(ToolCall("c", "bash"),),
+                   tool_call_id=None, name="n", is_error=True, usage=Usage(input_tokens=3), model="m",
+                   extra_tokens=9, extra={"k": 1}, line=7)
+    for role in ("assistant", "tool", "user"):
+        message = dataclasses.replace(full, role=role)
+        copy = message.with_content("new")
+        expected = dataclasses.replace(message, content="new", extra_tokens=9 if role == "assistant" else 0)
+        assert copy == expected
+        for f in dataclasses.fields(Message):  # compare=False fields too (extra, line)
+            assert getattr(copy, f.name) == getattr(expected, f.name), f.name
+        assert message.content == "old"  # the original is untouched

@@ -64,7 +64,10 @@ if TYPE_CHECKING:
 
 
 class View:
-    """A read-only view of the live history before one request (one per stage and request).
+    """A read-only view of the live history before one request, valid during the call it is passed to.
+
+    The engine keeps one view per stage and session and brings it up to date (`request`, `ts_s`,
+    `prompt_before_tokens`) before each call: read it in the call, keep what you need from it, not it.
 
     Reading is O(1) except where said: `items` is the history's own list, not a copy (read it,
     never change it).

@@ -189,7 +189,8 @@ class ClearPolicy:
 
     def decide(self, view: View) -> Sequence[Edit]:
         p = self.params
-        self._writing = {}
+        if self._writing:
+            self._writing = {}
         if p.trigger_type == "input_tokens" and view.prompt_tokens <= p.trigger:
             return ()
         self._sync(view)
@@ -219,7 +220,8 @@ class ClearPolicy:
                 changes.append(Replace(holder, message, tokens, tags=frozenset()))
         if freed < p.clear_at_least or freed <= 0:
             return ()
-        self._writing = {id(c.message): c.message for c in changes[:len(stale)]}
+        if p.trigger_type == "tool_uses":  # only that trigger counts the stubs in place (observe finds them)
+            self._writing = {id(c.message): c.message for c in changes[:len(stale)]}
         return (Edit("clear", tuple(changes), f"cleared {len(stale)} tool results"),)
 
 

@@ -49,7 +49,7 @@ from typing import Literal
 from ctxsim.model import Message
 from ctxsim.params import field_doc
 from ctxsim.policies import PolicyInfo, register
-from ctxsim.policies._spans import picked, unit_head, unit_members
+from ctxsim.policies._spans import picked, unit_head
 from ctxsim.policies.base import Change, Drop, Edit, Insert, Item, Replace, Summarize, View
 from ctxsim.policies.truncate import LineCaps
 
@@ -332,9 +332,22 @@ class _Units:
         h = self.head(index)
         safe = self._safe.get(h)
         if safe is None:
-            items = self.view.items
-            safe = self._safe[h] = any(items[i].pinned for i in unit_members(self.view, h))
+            safe = self._safe[h] = _holds_pinned(self.view, h)
         return safe
+
+
+def _holds_pinned(view: View, head: int) -> bool:
+    """Whether the unit headed at `head` holds a pinned message: any of `_spans.unit_members(view, head)`
+    pinned, without making and sorting the list of its members."""
+    item = view.items[head]
+    if item.pinned:
+        return True
+    result_of = view.result_of
+    for call in item.message.tool_calls:
+        result = result_of(call.id)
+        if result is not None and result.pinned and result.alive and result.pos > head:
+            return True
+    return False
 
 
 class TieredPolicy:
@@ -398,12 +411,14 @@ class TieredPolicy:
         self._stale = False  # another stage dropped or inserted messages since our last compaction
         self._first_replaced: int | None = None  # the first position another stage replaced one for one
         self._own: set[int] = set()  # ids of the items our last edit removes
+        self._own_items: list[Item] = []  # those items, kept alive (their ids stay theirs)
         self._own_inserts = 0  # markers our last edit puts in without removing anything
+        self._fits: dict[int, Message] = {}  # id -> message, of the results found within their caps (_cut)
 
     def observe(self, removed: Sequence[Item], added: Sequence[Item]) -> None:
-        at = self._count
-        self._count = at + len(added) - len(removed)
-        if not removed:
+        if not removed:  # the commonest first: an append
+            at = self._count
+            self._count = at + len(added)
             if len(added) == 1:
                 if self._own_inserts and added[0].inserted:  # our marker
                     self._own_inserts -= 1
@@ -411,9 +426,11 @@ class TieredPolicy:
                 if added[0].pos == at:  # appended (or put at the end: past the settled front all the same)
                     return
             self._stale = True
-        elif id(removed[0]) in self._own:  # our own edit (an item it names is in no other stage's)
-            self._own.difference_update(map(id, removed))
-        elif len(removed) == len(added):  # replaced one for one by another stage
+            return
+        self._count += len(added) - len(removed)
+        if id(removed[0]) in self._own:  # our own edit (an item it names is in no other stage's)
+            return
+        if len(removed) == len(added):  # replaced one for one by another stage
             first = min(it.pos for it in added)
             self._first_replaced = first if self._first_replaced is None else min(self._first_replaced, first)
         else:
@@ -464,10 +481,13 @@ class TieredPolicy:
         changes = changes_of(view, spans)
         # every item of a span goes (dropped, cut, summarised or under the marker): our splices name those alone
         items = view.items
-        own: set[int] = set()
+        named: list[Item] = []
         for start, stop, _ in spans:
-            own.update(map(id, items[start:stop]))
-        self._own = own
+            named += items[start:stop]
+        # held until our next edit, so that no other item can take one of their ids meanwhile: an edit of
+        # another stage is then never taken for ours, and observe need not strike ours off one by one
+        self._own_items = named
+        self._own = set(map(id, named))
         self._own_inserts = sum(1 for change in changes if type(change) is Insert)
         note = (f"level {result.level}: {end} -> {len(result.entries)} messages, {live:,} -> {after:,} tokens "
                 f"(budget {budget:,}, target {target:,}, ratio {ratio:.4f}, growth {self.growth:.1f}/turn)")
@@ -514,7 +534,7 @@ class TieredPolicy:
         truncated = region  # level 1 changes only tool results; a copy once it changes one
         for k, e in enumerate(region):
             if e.item.message.role == "tool":
-                new = self._truncated(view, e)
+                new = self._cut(view, e)
                 if new is not e:
                     if truncated is region:
                         truncated = region.copy()
@@ -526,6 +546,17 @@ class TieredPolicy:
         if level2.total <= target:
             return Compaction(level2, "summarize")
         return self._drop_middle(view, level2, target, units)
+
+    def _cut(self, view: View, e: Entry) -> Entry:
+        """`_truncated`, remembering the results found within their caps: a result the history keeps
+        is looked at again by every compaction that reaches it, and most need no cut."""
+        message = e.item.message
+        if self._fits.get(id(message)) is message:
+            return e
+        new = self._truncated(view, e)
+        if new is e and not e.item.pinned:
+            self._fits[id(message)] = message
+        return new
 
     def _truncated(self, view: View, e: Entry) -> Entry:
         if e.item.pinned:
