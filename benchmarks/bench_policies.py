@@ -11,8 +11,14 @@ that a busy spell of a shared machine falls on both alike; each spec's best over
 printed with the ratio new / old (below 1.00: this tree is faster). A spec the old tree cannot
 parse is shown as "-".
 
+With `--instructions` (needs valgrind), each spec's replay is counted in machine instructions instead
+(cachegrind's I refs, hash seed fixed): a process that replays the spec once to warm up and then R more
+times, less one that only warms up, divided by R. The count does not move with the machine's load, so
+two trees can be compared on a busy machine; it is not time (cache misses and branches are not in it),
+so read it beside the timed table. A few minutes per spec and tree (the trace is read under valgrind).
+
 Usage: python benchmarks/bench_policies.py [--turns 2400] [--repeat 5] [--per-process 2]
-       [--policies 'none;clear;...'] [--against /tmp/old954] [--trace PATH]
+       [--policies 'none;clear;...'] [--against /tmp/old954] [--trace PATH] [--instructions]
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import gc
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -73,6 +80,50 @@ def run_worker(tree: Path, path: str, reps: int, specs: list[str]) -> dict[str, 
     return result
 
 
+def warm_then(path: str, spec: str, reps: int) -> None:
+    """Replay `spec` once to warm up, then `reps` more times: what `--instructions` counts."""
+    from ctxsim.engine import Replayer, Setup
+    from ctxsim.formats import read_traces
+    from ctxsim.policies.spec import resolve
+    from ctxsim.tokens import TokenCounter, get_tokenizer
+    from ctxsim.tokens.counting import MessageSizer
+
+    replayer = Replayer(read_traces([path]), MessageSizer(TokenCounter(get_tokenizer("o200k_base"))), Setup())
+    for _ in range(reps + 1):
+        replayer.run(resolve([spec])[0].policy)
+
+
+def instructions(tree: Path, path: str, spec: str, reps: int) -> int:
+    """Machine instructions of one replay of `spec` in `tree`: (warm + reps) - (warm alone), over reps."""
+    def count(n: int) -> int:
+        env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0")
+        done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                               sys.executable, __file__, "--warm-then", path, spec, str(n)],
+                              env=env, capture_output=True, text=True, cwd=tree, check=True)
+        refs = [line for line in done.stderr.splitlines() if "I   refs:" in line or "I refs:" in line]
+        return int(refs[-1].rsplit(":", 1)[1].replace(",", "").strip())
+    return (count(reps) - count(0)) // reps
+
+
+def instruction_table(args: argparse.Namespace, path: str, specs: list[str]) -> None:
+    if shutil.which("valgrind") is None:
+        print("--instructions needs valgrind, which is not on this machine")
+        return
+    trees = [TREE] + ([args.against.resolve()] if args.against else [])
+    print(f"trace: {path if args.trace else f'{args.turns} synthetic turns'}; machine instructions of one replay "
+          f"(cachegrind I refs, millions; warm + {args.per_process} replays less warm alone)")
+    head = f"  {'policy':24s} {'this tree':>9s}"
+    if args.against:
+        head += f" {args.against!s:>12s}  new/old"
+    print(head)
+    for spec in specs:
+        counts = [instructions(tree, path, spec, args.per_process) for tree in trees]
+        line = f"  {spec:24s} {counts[0] / 1e6:9.1f}"
+        if args.against:
+            line += f" {counts[1] / 1e6:12.1f}  {counts[0] / counts[1]:7.3f}"
+        print(line, flush=True)
+
+
 def best_of(runs: list[dict[str, float | None]], spec: str) -> float | None:
     times = [r[spec] for r in runs if r.get(spec) is not None]
     return min(times) if times else None  # type: ignore[type-var]
@@ -82,6 +133,9 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         print(json.dumps(worker(sys.argv[2], int(sys.argv[3]), sys.argv[4].split(";"))))
         return
+    if len(sys.argv) > 1 and sys.argv[1] == "--warm-then":
+        warm_then(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        return
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=2400)
     parser.add_argument("--trace", help="a trace to replay instead of a synthetic one")
@@ -89,6 +143,8 @@ def main() -> None:
     parser.add_argument("--per-process", type=int, default=2, help="replays per spec in each worker")
     parser.add_argument("--policies", default=";".join(POLICIES), help="specs separated by ';'")
     parser.add_argument("--against", type=Path, help="an older ctxsim checkout to time beside this one")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count machine instructions under valgrind instead of timing (load-independent)")
     args = parser.parse_args()
     specs = args.policies.split(";")
     with tempfile.TemporaryDirectory() as tmp:
@@ -98,6 +154,9 @@ def main() -> None:
             from bench_replay import write_trace
 
             path = str(write_trace(Path(tmp), args.turns))
+        if args.instructions:
+            instruction_table(args, path, specs)
+            return
         new: list[dict[str, float | None]] = []
         old: list[dict[str, float | None]] = []
         for _ in range(args.repeat):  # interleaved: new, old, new, old, ...

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from ctxsim.composition import HEAD, category
 from ctxsim.errors import CtxsimError
@@ -129,8 +129,14 @@ class History:
         # What the stages of the session share (View.shared): made with the history, dropped with it.
         self.shared: dict[str, Any] = {}
         # What a policy's View reads, bound once: the items, the result and the holder of a call id.
-        self.reads: tuple[list[Item], Callable[[str], Item | None], Callable[[str], Item | None]] = (
-            self.items, self._result.get, self._holder.get)
+        self.reads = self.bind_reads()
+
+    def bind_reads(self) -> tuple[list[Item], Callable[[str], Item | None], Callable[[str], Item | None],
+                                  Callable[[str | None], ToolCall | None]]:
+        """The items and the look-ups by call id a View reads, as bound methods (`_call` holds exactly the
+        ids `_holder` does, so the call of an id no item holds, or of None, is not found)."""
+        call_of = cast("Callable[[str | None], ToolCall | None]", self._call.get)
+        return self.items, self._result.get, self._holder.get, call_of
 
     # ------------------------------------------------------------ reading
     def __len__(self) -> int:

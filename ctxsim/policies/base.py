@@ -75,19 +75,20 @@ class View:
 
     # `items` and the look-ups by call id are the history's own, bound once per view: a policy reads
     # them thousands of times a replay, and each read is then one step, not two calls.
-    __slots__ = ("_history", "holder_of", "items", "prompt_before_tokens", "request", "result_of", "size", "ts_s",
-                 "window")
+    __slots__ = ("_history", "call_of", "holder_of", "items", "prompt_before_tokens", "request", "result_of", "size",
+                 "ts_s", "window")
     items: Sequence[Item]  # the live items, in prompt order; `item.pos` is an item's index here
     result_of: Callable[[str], Item | None]  # the live tool result answering call `call_id`, if any
     holder_of: Callable[[str], Item | None]  # the live assistant item holding call `call_id`, if any
+    call_of: Callable[[str | None], ToolCall | None]  # the call with this id, as the item holding it has it
 
     def __init__(self, history: History, request: int, window: int, size: Callable[[Message], int],
                  ts_s: float | None = None, prompt_before_tokens: int | None = None) -> None:
         self._history = history
         reads = history.reads
         if reads[0] is not history.items:  # the history's list was swapped for another (a test's counting list)
-            reads = history.reads = (history.items, history._result.get, history._holder.get)
-        self.items, self.result_of, self.holder_of = reads
+            reads = history.reads = history.bind_reads()
+        self.items, self.result_of, self.holder_of, self.call_of = reads
         self.request = request  # 1-based within the run
         self.window = window
         self.size = size  # the token size of a message the policy might write
@@ -122,10 +123,6 @@ class View:
     def prefix_tokens(self, boundary: int) -> int:
         """Prompt tokens before item `boundary` (the head included)."""
         return self._history.prefix_tokens(boundary)
-
-    def call_of(self, call_id: str | None) -> ToolCall | None:
-        """The call with this id, as the item holding it has it (None when none does)."""
-        return self._history.call_of(call_id)
 
     def pairs(self) -> Iterator[tuple[Item, ToolCall, Item | None]]:
         """(holder, call, result or None) for every call in the history, in order. O(items)."""
