@@ -73,7 +73,7 @@ def worker(path: str, reps: int, specs: list[str]) -> dict[str, float | None]:
 
 
 def run_worker(tree: Path, path: str, reps: int, specs: list[str]) -> dict[str, float | None]:
-    env = dict(os.environ, PYTHONPATH=str(tree))
+    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0")  # the same dict and set layouts in every worker
     done = subprocess.run([sys.executable, __file__, "--worker", path, str(reps), ";".join(specs)],
                           env=env, check=True, capture_output=True, text=True, cwd=tree)
     result: dict[str, float | None] = json.loads(done.stdout.strip().splitlines()[-1])
