@@ -148,3 +148,17 @@ def test_with_content_is_replace_with_the_text_and_the_extra_tokens_it_carried()
         for f in dataclasses.fields(Message):  # compare=False fields too (extra, line)
             assert getattr(copy, f.name) == getattr(expected, f.name), f.name
         assert message.content == "old"  # the original is untouched
+
+
+def test_written_is_the_init_with_role_text_and_time() -> None:
+    """`model.written` (what tiered's summaries and markers are made with) is `Message(role, text, ts=ts)`,
+    field for field, the defaults of every other field included."""
+    import dataclasses
+
+    from ctxsim.model import written
+
+    for ts in (None, "2026-01-01T00:00:00Z"):
+        made, expected = written("user", "[Summary] x", ts), Message("user", "[Summary] x", ts=ts)
+        for f in dataclasses.fields(Message):
+            assert getattr(made, f.name) == getattr(expected, f.name), f.name
+        assert made == expected and hash(made) == hash(expected)

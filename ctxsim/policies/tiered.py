@@ -44,9 +44,13 @@ import struct
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from functools import partial
+from itertools import repeat
+from operator import attrgetter
+from typing import Literal, NamedTuple
 
 from ctxsim.model import Message
+from ctxsim.model import written as new_message
 from ctxsim.params import field_doc
 from ctxsim.policies import PolicyInfo, register
 from ctxsim.policies._spans import picked, unit_head
@@ -115,17 +119,16 @@ class Written:
     pinned = False  # never (a class attribute: read like an Item's)
 
 
-@dataclass(slots=True)
-class Entry:
+class Entry(NamedTuple):
     """A message of a working copy of the history.
 
-    `index` is the history item it stands for (None for a summary or marker a
+    `at` is the history item it stands for, its position (None for a summary or marker a
     compaction wrote); `same` says the item is unchanged (a truncated result is not).
-    Never changed once made (not frozen only because a compaction makes one per
-    message it looks at, and a frozen dataclass takes three times as long to make).
+    Never changed once made: a tuple, which a compaction makes (one per message it
+    looks at) in C, `_entries`.
     """
 
-    index: int | None
+    at: int | None
     item: Item | Written
     same: bool = True
 
@@ -136,6 +139,15 @@ class Entry:
     @property
     def tokens(self) -> int:
         return self.item.tokens
+
+
+_entry = partial(tuple.__new__, Entry)  # Entry((index, item, same)) without the NamedTuple's own __new__
+_entry_tokens = attrgetter("item.tokens")
+
+
+def _entries(items: Sequence[Item], start: int) -> list[Entry]:
+    """Entries for `items`, the history's from `start` on, unchanged."""
+    return list(map(_entry, zip(range(start, start + len(items)), items, repeat(True))))
 
 
 def _is_result(e: Entry) -> bool:
@@ -176,7 +188,7 @@ class _Seq:
             else:
                 if not part:
                     continue
-                size, tokens = len(part), sum(e.tokens for e in part)
+                size, tokens = len(part), sum(map(_entry_tokens, part))
             self.parts.append(part)
             self._starts.append(self._starts[-1] + size)
             self._tokens.append(self._tokens[-1] + tokens)
@@ -253,13 +265,13 @@ class _Seq:
                 cursor = part[1]
                 continue
             for e in part:
-                if e.index is None or not e.same:
+                if e.at is None or not e.same:
                     pending.append(e.item)  # type: ignore[arg-type]
                     continue
-                if e.index > cursor or pending:
-                    out.append((cursor, e.index, tuple(pending)))
+                if e.at > cursor or pending:
+                    out.append((cursor, e.at, tuple(pending)))
                     pending = []
-                cursor = e.index + 1
+                cursor = e.at + 1
         if cursor < end or pending:
             out.append((cursor, end, tuple(pending)))
         return out
@@ -515,7 +527,7 @@ class TieredPolicy:
                 count += part[1] - part[0]
                 continue
             for e in part:
-                if not self._settles(units, e.index, e.item):
+                if not self._settles(units, e.at, e.item):
                     return count
                 count += 1
         return count
@@ -527,7 +539,7 @@ class TieredPolicy:
         while settled < end and self._settles(units, settled, items[settled]):
             settled += 1
         self._settled = settled
-        region = list(map(Entry, range(settled, end), items[settled:end]))
+        region = _entries(items[settled:end], settled)
         entries = _Seq(view, [(0, settled), region])
         if entries.total <= budget:
             return Compaction(entries, "none")
@@ -564,7 +576,7 @@ class TieredPolicy:
         new = self.caps.cut(e.message)
         if new is None:
             return e
-        return Entry(e.index, Written(new, view.size(new), "cut", e.index), same=False)
+        return Entry(e.at, Written(new, view.size(new), "cut", e.at), same=False)
 
     def _summarize(self, view: View, entries: _Seq, settled: int, units: _Units) -> _Seq:
         n = len(entries)
@@ -577,12 +589,12 @@ class TieredPolicy:
         if boundary == 0 or boundary <= settled:  # before the boundary everything is settled: kept as it is
             return entries
         # A call whose results sit past the boundary (a user message in between) is kept whole.
-        late = {units.head(e.index) for e in entries.entries(boundary, n) if e.index is not None and _is_result(e)}
+        late = {units.head(e.at) for e in entries.entries(boundary, n) if e.at is not None and _is_result(e)}
 
         protected, head = units.protected, units.head
 
         def kept(e: Entry) -> bool:  # a tool result level 2 must keep: pinned, or its call is kept
-            return e.index is not None and (protected(e.index) or head(e.index) in late)
+            return e.at is not None and (protected(e.at) or head(e.at) in late)
 
         out: list[Entry] = []
         work = list(entries.entries(settled, boundary))
@@ -594,12 +606,12 @@ class TieredPolicy:
             role = m.role
             # an assistant message not kept (its unit pinned, or its results past the boundary) is summarised
             if role == "assistant" and not kept(e):  # (an assistant message heads its own unit)
-                summary = Message("user", "[Summary] " + summary_of(m), ts=m.ts)
-                out.append(Entry(None, Written(summary, view.size(summary), "summary", e.index)))
+                summary = new_message("user", "[Summary] " + summary_of(m), m.ts)
+                out.append(Entry(None, Written(summary, view.size(summary), "summary", e.at)))
                 i += 1
                 while i < size and work[i].item.message.role == "tool":
-                    r = work[i].index  # its own results go with it: their unit is not guarded
-                    if r is not None and head(r) != e.index and kept(work[i]):
+                    r = work[i].at  # its own results go with it: their unit is not guarded
+                    if r is not None and head(r) != e.at and kept(work[i]):
                         break
                     i += 1
                 continue
@@ -635,7 +647,7 @@ class TieredPolicy:
         cut = max(cut, head_end)
         if cut == head_end:
             return Compaction(entries, "summarize")
-        spared = [e for e in entries.entries(head_end, cut) if e.index is not None and units.protected(e.index)]
+        spared = [e for e in entries.entries(head_end, cut) if e.at is not None and units.protected(e.at)]
         result = _Seq(view, [*entries.slice(0, head_end), [marker, *spared], *entries.slice(cut, n)])
         if result.total > target:
             cliff = self._keep_within(view, result, target, units)
@@ -654,7 +666,7 @@ class TieredPolicy:
             start += 1
         if start == 0:
             return Compaction(entries, "summarize")
-        spared = [e for e in entries.entries(0, start) if e.index is not None and units.protected(e.index)]
+        spared = [e for e in entries.entries(0, start) if e.at is not None and units.protected(e.at)]
         marker = self._marker(view, entries[0].message.ts)
         return Compaction(_Seq(view, [[marker, *spared], *entries.slice(start, n)]), "cliff")
 
@@ -710,7 +722,7 @@ class PlainTiered(TieredPolicy):
             cut += 1
         if cut <= head_end:
             return "summarize", level2
-        spared = [e for e in level2[head_end:cut] if e.index is not None and units.protected(e.index)]
+        spared = [e for e in level2[head_end:cut] if e.at is not None and units.protected(e.at)]
         dropped = [*level2[:head_end], marker, *spared, *level2[cut:]]
         if _tokens(dropped) > target:
             return self._plain_keep_within(view, dropped, target, units) or ("drop", dropped)
@@ -727,10 +739,10 @@ class PlainTiered(TieredPolicy):
         if boundary == 0:
             return entries
         # a call whose results sit past the boundary (a user message in between) is kept whole
-        late = {units.head(e.index) for e in entries[boundary:] if e.index is not None and _is_result(e)}
+        late = {units.head(e.at) for e in entries[boundary:] if e.at is not None and _is_result(e)}
 
         def kept(e: Entry) -> bool:
-            return e.index is not None and (units.protected(e.index) or units.head(e.index) in late)
+            return e.at is not None and (units.protected(e.at) or units.head(e.at) in late)
 
         out: list[Entry] = []
         i = 0
@@ -739,10 +751,10 @@ class PlainTiered(TieredPolicy):
             i += 1
             if e.message.role == "assistant" and not kept(e):
                 summary = Message("user", "[Summary] " + summary_of(e.message), ts=e.message.ts)
-                out.append(Entry(None, Written(summary, view.size(summary), "summary", e.index)))
+                out.append(Entry(None, Written(summary, view.size(summary), "summary", e.at)))
                 while i < boundary and _is_result(entries[i]):  # its own results go with it
-                    r = entries[i].index
-                    if r is not None and units.head(r) != e.index and kept(entries[i]):
+                    r = entries[i].at
+                    if r is not None and units.head(r) != e.at and kept(entries[i]):
                         break
                     i += 1
             elif not (e.message.role == "tool" and not kept(e)):
@@ -758,7 +770,7 @@ class PlainTiered(TieredPolicy):
             start += 1
         if start == 0:
             return None
-        spared = [e for e in entries[:start] if e.index is not None and units.protected(e.index)]
+        spared = [e for e in entries[:start] if e.at is not None and units.protected(e.at)]
         return "cliff", [self._marker(view, entries[0].message.ts), *spared, *entries[start:]]
 
 
@@ -771,13 +783,13 @@ def _spans_of(entries: Sequence[Entry], end: int) -> list[tuple[int, int, tuple[
     out: list[tuple[int, int, tuple[Written, ...]]] = []
     cursor, pending = 0, list[Written]()
     for e in entries:
-        if e.index is None or not e.same:
+        if e.at is None or not e.same:
             pending.append(e.item)  # type: ignore[arg-type]
             continue
-        if e.index > cursor or pending:
-            out.append((cursor, e.index, tuple(pending)))
+        if e.at > cursor or pending:
+            out.append((cursor, e.at, tuple(pending)))
             pending = []
-        cursor = e.index + 1
+        cursor = e.at + 1
     if cursor < end or pending:
         out.append((cursor, end, tuple(pending)))
     return out
