@@ -41,7 +41,7 @@ from typing import Any
 
 from ctxsim.history import Item
 from ctxsim.loss.identifiers import extract, extract_by_line, identifiers_of_lines, message_identifiers
-from ctxsim.loss.index import SOURCE_ROLES, SessionIndex, TraceIndex
+from ctxsim.loss.index import SOURCE_ROLES, SessionIndex, TraceIndex, count
 from ctxsim.model import Message, Session
 
 DERIVED_TEXT_CHARS = 2_000  # a text a policy wrote longer than this is extracted line by line
@@ -250,8 +250,8 @@ class LossMeter:
             recorded = s.ids[origin]
             ids = self._ids(item)
             self.written[id(item)] = (item, ids)
-            self.taken.update(recorded)
-            self.put.update(ids)
+            count(self.taken, recorded)
+            count(self.put, ids)
             kept = set(ids)
             arrival = [self._number + 1, "", ARRIVAL]
             self.gone.update((x, arrival) for x in recorded if x not in kept)
@@ -275,8 +275,8 @@ class LossMeter:
                 ids = self._ids(new)
                 written[id(new)] = (new, ids)
                 if len(ids) != len(recorded):  # what the copy no longer holds counted down (`ids` is of `recorded`)
-                    taken.update(recorded)
-                    self.put.update(ids)
+                    count(taken, recorded)
+                    count(self.put, ids)
                 if old.message.role == "tool":
                     self._tool_removed = True
                 gone.update(zip(recorded, repeat(ref)))
@@ -301,7 +301,7 @@ class LossMeter:
                 ids = own
             if item.message.role == "tool":
                 self._tool_removed = True
-            taken.update(ids)
+            count(taken, ids)
             gone.update(zip(ids, repeat(ref)))  # the last edit that removed x is the one that took it to zero
         put = self.put
         for item in added:
@@ -309,7 +309,7 @@ class LossMeter:
                 items[id(item)] = item
             ids = self._ids(item, carried)
             written[id(item)] = (item, ids)
-            put.update(ids)
+            count(put, ids)
 
     def _long(self, item: Item, text: str, carried: Sequence[tuple[str, Counter[str]]]) -> tuple[str, ...]:
         """The identifiers of a long text a policy wrote (a summary that keeps earlier summaries' lines, zones',
@@ -364,7 +364,7 @@ class LossMeter:
                 tool = True
         self._tool_removed = tool
         every = list(chain.from_iterable(held))
-        self.taken.update(every)
+        count(self.taken, every)
         self.gone.update(zip(every, repeat(ref)))
 
     def requested(self, number: int, message: Message, edits: Sequence[tuple[str, str, int]]) -> None:
