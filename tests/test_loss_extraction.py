@@ -5,6 +5,7 @@ before; and the meter's bulk removals count down what one-at-a-time removals wou
 from __future__ import annotations
 
 from itertools import chain
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -149,3 +150,98 @@ def test_double_quoted_strings_count_in_any_text() -> None:
         assert "no such user here" in reference_extract(text)
         assert "no such user here" in extract(text)
     assert "Hello World" in extract('"name" "yes" "Hello World"')
+
+
+Uses = dict[int, tuple[tuple[str, int, int], ...]]
+
+
+def _plain_index(session: Any) -> tuple[list[frozenset[str]], frozenset[str], Uses]:
+    """The session index as the rules define it, message by message: each message's identifiers (`message_identifiers`
+    over its whole text), cut down to those some answer uses; each request's uses with base counts and sources."""
+    import json
+    from collections import Counter
+
+    from ctxsim.loss.identifiers import message_identifiers
+
+    head = [session.system or ""] + ([json.dumps(list(session.tools), sort_keys=True, default=str)]
+                                     if session.tools else [])
+    always = frozenset(reference_extract("\n".join(head)))
+    found = [message_identifiers(m) for m in session.messages]
+    vocabulary = frozenset(x for m, ids in zip(session.messages, found, strict=True) if m.role == "assistant"
+                           for x in ids) - always
+    ids = [tuple(x for x in each if x in vocabulary) for each in found]
+    counts: Counter[str] = Counter()
+    source: dict[str, int] = {}
+    uses: Uses = {}
+    for i, m in enumerate(session.messages):
+        if m.role == "assistant":
+            entry = tuple((x, counts[x], source[x]) for x in ids[i] if x in source)
+            if entry:
+                uses[i] = entry
+        counts.update(ids[i])
+        if m.role in ("user", "tool"):
+            source.update(dict.fromkeys(ids[i], i))
+    return [frozenset(each) for each in ids], vocabulary, uses
+
+
+@pytest.mark.parametrize("cold", [True, False])
+def test_the_index_read_line_by_line_is_the_rules_reading(cold: bool) -> None:
+    """The index reads the answers whole and every other message line by line, each distinct line of the session
+    once, for the answers' vocabulary only: each message holds what the rules find in its whole text; the answers'
+    identifiers and every request's uses (base counts, sources) come out in the rules' order."""
+    from ctxsim.loss.index import SessionIndex
+    from ctxsim.model import Message, Session, ToolCall
+
+    trace = synthesize("coding", turns=50, seed=3)
+    tricky = Session(id="tricky", system="uses `ROUND_HALF_EVEN`", messages=(
+        Message(role="user", content="\n".join(LINES)),
+        Message(role="assistant", content="\n".join(reversed(LINES)),
+                tool_calls=(ToolCall(id="c1", name="bash", arguments={"command": "cat src/app/main.py 'INV-2041'"}),)),
+        Message(role="tool", name="bash", content="\n".join(LINES[::2] + LINES), tool_call_id="c1"),
+        Message(role="assistant", content="see src/app/main.py and ReplayEngine, 12000, it's INV-2041"),
+    ))
+    for session in [*trace.sessions, tricky]:
+        if cold:
+            forget()
+        index = SessionIndex.build(session)
+        ids, vocabulary, uses = _plain_index(session)
+        assert index.vocabulary == vocabulary and index.uses == uses
+        assert [frozenset(each) for each in index.ids] == ids
+        assert all(len(each) == len(set(each)) for each in index.ids)
+        assert [each for each, m in zip(index.ids, session.messages, strict=True) if m.role == "assistant"] == \
+            [tuple(x for x in message_identifiers_of(m) if x in vocabulary) for m in session.messages
+             if m.role == "assistant"]
+        assert any(uses)  # the comparison is not vacuous
+        for i, entry in uses.items():
+            assert index.checks[id(session.messages[i])] == tuple(tuple(column) for column in zip(*entry, strict=True))
+
+
+def message_identifiers_of(message: Any) -> tuple[str, ...]:
+    from ctxsim.loss.identifiers import message_identifiers
+
+    return message_identifiers(message)
+
+
+def test_line_counts_with_a_memo_count_as_without() -> None:
+    """A long text's line counts through the session's line memo (filled in, then used) equal those worked out
+    afresh: every occurrence of a line that holds an identifier counted, only the vocabulary's."""
+    from ctxsim.loss.meter import _line_counts
+
+    lines = LINES + LINES[3:9] + ["", "alpha_one beta_two", "alpha_one"]
+    vocabulary = frozenset(["alpha_one", "src/app/main.py", "INV-2041", "ROUND_HALF_EVEN", "12000", "ReplayEngine"])
+    expected: dict[str, int] = {}
+    for line in lines:
+        for x in set(reference_extract(line)) & vocabulary:
+            expected[x] = expected.get(x, 0) + 1
+    memo: dict[str, tuple[str, ...]] = {}
+    assert dict(_line_counts(lines, vocabulary, memo)) == expected
+    assert memo and dict(_line_counts(lines, vocabulary, memo)) == expected
+    assert dict(_line_counts(lines, None)) == _every_count(lines)
+
+
+def _every_count(lines: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for line in lines:
+        for x in set(reference_extract(line)):
+            counts[x] = counts.get(x, 0) + 1
+    return counts

@@ -410,8 +410,9 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def message_identifiers(message: Any) -> tuple[str, ...]:
-    """The identifiers of a message: its content, then the string values of its tool calls' arguments."""
+def message_text(message: Any) -> str:
+    """What the rules read of a message: its content, then the string values of its tool calls' arguments, a line
+    break between each ("" for none)."""
     parts = [message.content] if message.content else []
     for call in message.tool_calls:
         arguments = call.arguments
@@ -423,12 +424,27 @@ def message_identifiers(message: Any) -> tuple[str, ...]:
             except ValueError:
                 pass
         parts.extend(_strings(arguments))
-    if not parts:
-        return ()
     if len(parts) == 1:
-        return extract(parts[0])
-    return extract("\n".join(parts))
+        return parts[0]  # type: ignore[no-any-return]
+    return "\n".join(parts)
 
 
-__all__ = ["FILE_EXTENSIONS", "STOPLIST", "extract", "extract_by_line", "forget", "identifiers_of_lines",
-           "message_identifiers", "reference_extract"]
+def message_identifiers(message: Any) -> tuple[str, ...]:
+    """The identifiers of a message: its content, then the string values of its tool calls' arguments."""
+    text = message_text(message)
+    return extract(text) if text else ()
+
+
+def extract_many(texts: list[str]) -> list[tuple[str, ...]]:
+    """`extract` of each of `texts`; the lines of them all that were never met are classified first, together (one
+    reading of the rules for all: a text then puts together the identifiers of lines already known)."""
+    known = _LINE
+    fresh = [line for line in dict.fromkeys(chain.from_iterable(text.split("\n") for text in texts))
+             if line not in known and len(line) <= LINE_MEMO_CHARS]
+    if fresh:
+        _new_lines(fresh)
+    return [extract(text) if text else () for text in texts]
+
+
+__all__ = ["FILE_EXTENSIONS", "STOPLIST", "extract", "extract_by_line", "extract_many", "forget",
+           "identifiers_of_lines", "message_identifiers", "message_text", "reference_extract"]

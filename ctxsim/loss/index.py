@@ -11,14 +11,32 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import chain, repeat
 
-from ctxsim.loss.identifiers import extract, message_identifiers
+from ctxsim.loss.identifiers import extract, extract_many, identifiers_of_lines, message_text
 from ctxsim.model import Message, Session
 
 SOURCE_ROLES = ("user", "tool")  # where an identifier the agent later needs may come from
+
+try:  # `count(counter, items)`: each item counted up by one, in C (what Counter.update does, less its type checks)
+    from collections import _count_elements as count  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - another Python than CPython
+    def count(mapping: dict[str, int], items: Iterable[str]) -> None:
+        get = mapping.get
+        for x in items:
+            mapping[x] = get(x, 0) + 1
+
+
+def _held(parts: list[str], lines: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The identifiers of a text of lines `parts`, from its lines' (`lines`: the identifiers kept of each)."""
+    some = list(filter(None, map(lines.__getitem__, parts)))
+    if not some:
+        return ()
+    if len(some) == 1:
+        return some[0]
+    return tuple(dict.fromkeys(chain.from_iterable(some)))
 
 
 @dataclass
@@ -30,44 +48,61 @@ class SessionIndex:
     uses: dict[int, tuple[tuple[str, int, int], ...]]  # request's message index -> (identifier, base count, source)
     vocabulary: frozenset[str] = frozenset()  # the identifiers some answer uses (`ids` holds only these)
     derived: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a text a policy wrote -> `kept` identifiers
+    lines: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a line of a long text a policy wrote -> the same
+    # `uses` by the identity of the request's recorded message, as columns: (identifiers, base counts, sources)
+    checks: dict[int, tuple[tuple[str, ...], tuple[int, ...], tuple[int, ...]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        messages = self.session.messages
+        self.checks = {id(messages[i]): (tuple(x for x, _, _ in entry), tuple(base for _, base, _ in entry),
+                                         tuple(source for _, _, source in entry)) for i, entry in self.uses.items()}
 
     @classmethod
     def build(cls, session: Session, memo: dict[str, tuple[str, ...]] | None = None) -> SessionIndex:
-        """`memo`: identifiers of message texts already extracted (a text repeated is extracted once)."""
+        """`memo`: identifiers of answer texts already extracted (a text repeated is extracted once).
+
+        The answers (assistant messages) are read first, in full: what they use is the vocabulary, and only it
+        can ever be a miss. Every other message is read for the vocabulary only, line by line (no rule matches
+        across a line, so a text's identifiers are its lines': `identifiers.extract_by_line`): each distinct line
+        of the session is classified once and kept as the vocabulary's identifiers it holds (mostly none), so a
+        tool result is a few look-ups of its lines. A message's identifiers keep `extract_by_line`'s order for
+        these (what a message holds is a set: only the answers' order, which `uses` follows, is ever shown)."""
         memo = {} if memo is None else memo
-        ids = []
-        for m in session.messages:
-            if m.tool_calls or not m.content:
-                ids.append(message_identifiers(m))
-                continue
-            found = memo.get(m.content)
-            if found is None:
-                found = memo[m.content] = message_identifiers(m)
-            ids.append(found)
+        messages = session.messages
         head = [session.system or ""]
         if session.tools:
             head.append(json.dumps(list(session.tools), sort_keys=True, default=str))
         always = frozenset(extract("\n".join(head)))
-        # Only what some answer uses can ever be a miss: every message's identifiers are cut down to those (the
-        # runs then count nothing else)
-        vocabulary = frozenset(x for m, found in zip(session.messages, ids, strict=True) if m.role == "assistant"
-                               for x in found) - always
-        ids = [tuple(filter(vocabulary.__contains__, found)) for found in ids]
+        read = [message_text(m) for m in messages]
+        answers = [i for i, m in enumerate(messages) if m.role == "assistant"]
+        new = list(dict.fromkeys(read[i] for i in answers if read[i] not in memo))
+        memo.update(zip(new, extract_many(new), strict=True))
+        vocabulary = frozenset(chain.from_iterable(memo[read[i]] for i in answers)) - always
+        keep = vocabulary.__contains__
+        # the other messages' texts: every line of them classified at once (each distinct line once), then each
+        # text's identifiers put together from the vocabulary's identifiers of its lines
+        others = {text: text.split("\n") for text, m in zip(read, messages, strict=True) if m.role != "assistant"}
+        fresh = list(dict.fromkeys(chain.from_iterable(others.values())))
+        lines = {line: tuple(filter(keep, found)) if found else ()
+                 for line, found in zip(fresh, identifiers_of_lines(fresh), strict=True)}
+        held = {text: _held(parts, lines) for text, parts in others.items()}
+        ids = [tuple(filter(keep, memo[text])) if m.role == "assistant" else held[text]
+               for text, m in zip(read, messages, strict=True)]
         # Each request's identifiers that a user or tool message gave earlier, with how many recorded messages
         # before it hold each (the base of every run's live count) and the latest such source.
         counts: Counter[str] = Counter()
         source: dict[str, int] = {}
         uses: dict[int, tuple[tuple[str, int, int], ...]] = {}
-        for i, m in enumerate(session.messages):
+        for i, m in enumerate(messages):
             found = ids[i]
             if m.role == "assistant" and found:
                 entry = tuple((x, counts[x], source[x]) for x in found if x in source and x not in always)
                 if entry:
                     uses[i] = entry
-            counts.update(found)
+            count(counts, found)
             if m.role in SOURCE_ROLES:
                 source.update(zip(found, repeat(i)))
-        return cls(session, ids, {id(m): i for i, m in enumerate(session.messages)}, always, uses, vocabulary)
+        return cls(session, ids, {id(m): i for i, m in enumerate(messages)}, always, uses, vocabulary)
 
     def kept(self, ids: tuple[str, ...]) -> tuple[str, ...]:
         """`ids` cut down to those some answer of the session uses."""
@@ -109,4 +144,4 @@ class TraceIndex:
         self.sessions.pop(id(session), None)
 
 
-__all__ = ["SOURCE_ROLES", "SessionIndex", "TraceIndex"]
+__all__ = ["SOURCE_ROLES", "SessionIndex", "TraceIndex", "count"]

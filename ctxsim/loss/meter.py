@@ -7,7 +7,7 @@ of a request decided and before the recorded assistant `message` is appended. Fr
 
 - `live[x]`: how many live items hold identifier x, as the recorded messages appended so far hold
   it (`SessionIndex.uses`: worked out once per trace, shared by every run) plus what this run's
-  edits changed (`delta`: removed items counted down, items put in counted up). A stub, a
+  edits changed (`put[x] - taken[x]`: items put in counted up, removed items counted down). A stub, a
   truncation or a summary that still holds it counts: a policy's copy of a recorded message (a stub, a truncation)
   holds those of the original's identifiers it still contains as text; a text a policy wrote from several (a
   summary, a marker) is extracted when it appears (line by line when long, each line once);
@@ -35,16 +35,17 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, filterfalse, repeat
-from operator import sub
+from itertools import chain, repeat
+from operator import ge, sub
 from typing import Any
 
 from ctxsim.history import Item
 from ctxsim.loss.identifiers import extract, extract_by_line, identifiers_of_lines, message_identifiers
-from ctxsim.loss.index import SOURCE_ROLES, SessionIndex, TraceIndex
+from ctxsim.loss.index import SOURCE_ROLES, SessionIndex, TraceIndex, count
 from ctxsim.model import Message, Session
 
 DERIVED_TEXT_CHARS = 2_000  # a text a policy wrote longer than this is extracted line by line
+LINE_MEMO_ENTRIES = 200_000  # a session's lines of long texts policies wrote, with the identifiers counted of each
 BULK = 4  # an edit removing this many items or more has their identifiers counted down together
 STUBS = True  # an edit replacing one recorded message by a copy counts down only what the copy dropped
 CARRY = True  # a long text a policy wrote that carries a removed one forward reads only its new lines
@@ -110,19 +111,24 @@ class LossReport:
         return sum(1 for p in self.probes if not p["end"])
 
 
-def _line_counts(lines: list[str], vocabulary: frozenset[str] | None) -> Counter[str]:
-    """How many of `lines` (each occurrence) hold each identifier (those of `vocabulary` only, when given)."""
-    times = Counter(lines)
-    distinct = list(times)
-    counts: Counter[str] = Counter()
-    for line, found in zip(distinct, identifiers_of_lines(distinct), strict=True):
-        ids = found if vocabulary is None or not found else tuple(filter(vocabulary.__contains__, found))
-        if ids:
-            counts.update(dict.fromkeys(ids, times[line]))
-    return counts
+def _line_counts(lines: list[str], vocabulary: frozenset[str] | None,
+                 memo: dict[str, tuple[str, ...]] | None = None) -> Counter[str]:
+    """How many of `lines` (each occurrence) hold each identifier (those of `vocabulary` only, when given).
+    `memo`: line -> the identifiers counted of it (for one vocabulary), filled in here; counted in C."""
+    memo = {} if memo is None else memo
+    held = list(map(memo.get, lines))
+    if None in held:
+        if len(memo) > LINE_MEMO_ENTRIES:
+            memo.clear()
+        fresh = list(dict.fromkeys(line for line, known in zip(lines, held, strict=True) if known is None))
+        for line, found in zip(fresh, identifiers_of_lines(fresh), strict=True):
+            memo[line] = found if vocabulary is None or not found else tuple(filter(vocabulary.__contains__, found))
+        held = list(map(memo.__getitem__, lines))
+    return Counter(chain.from_iterable(held))  # type: ignore[arg-type]
 
 
-def _carried(old: str, old_counts: Counter[str], body: str, vocabulary: frozenset[str] | None) -> Counter[str] | None:
+def _carried(old: str, old_counts: Counter[str], body: str, vocabulary: frozenset[str] | None,
+             memo: dict[str, tuple[str, ...]] | None = None) -> Counter[str] | None:
     """`body`'s line counts from those of `old`'s lines after its first, when `body` opens with whole lines of it
     that run to its end (None otherwise): less the old lines before them, plus `body`'s lines after them."""
     cut = old.find("\n")
@@ -136,9 +142,9 @@ def _carried(old: str, old_counts: Counter[str], body: str, vocabulary: frozense
         if body.startswith(old_body[at:]) and (kept == len(body) or body[kept] == "\n"):
             counts = Counter(old_counts)
             if at:
-                counts.subtract(_line_counts(old_body[:at - 1].split("\n"), vocabulary))
+                counts.subtract(_line_counts(old_body[:at - 1].split("\n"), vocabulary, memo))
             if kept < len(body):
-                counts.update(_line_counts(body[kept + 1:].split("\n"), vocabulary))
+                counts.update(_line_counts(body[kept + 1:].split("\n"), vocabulary, memo))
             return counts
     return None
 
@@ -169,11 +175,14 @@ class LossMeter:
         self._s: SessionIndex | None = None
         self._number = 0  # the last request number seen
         self._memo: dict[str, tuple[str, ...]] = {}  # texts a policy wrote -> their identifiers (no session yet)
+        self._lines: dict[str, tuple[str, ...]] = {}  # lines of long texts a policy wrote (no session yet)
         self._reset()
 
     def _reset(self) -> None:
-        # live count of x = base count (recorded messages appended so far: SessionIndex.uses) + delta[x]
-        self.delta: Counter[str] = Counter()  # what the run's edits (and rewrites on arrival) changed
+        # live count of x = base count (recorded messages appended so far: SessionIndex.uses) + what the run's edits
+        # (and rewrites on arrival) put in less what they took out: `put[x] - taken[x]` (each counted in C)
+        self.put: Counter[str] = Counter()
+        self.taken: Counter[str] = Counter()
         self.written: dict[int, tuple[Item, tuple[str, ...]]] = {}  # id(item) -> item a policy wrote, its identifiers
         self.bodies: dict[int, Counter[str]] = {}  # id(item) -> a long text's lines after its first holding each
         self.items: dict[int, Item] | None = {} if self._probe_state is not None else None  # every live item (probes)
@@ -241,9 +250,8 @@ class LossMeter:
             recorded = s.ids[origin]
             ids = self._ids(item)
             self.written[id(item)] = (item, ids)
-            delta = self.delta
-            dict.update(delta, zip(recorded, map(sub, map(delta.get, recorded, repeat(0)), repeat(1)), strict=True))
-            delta.update(ids)
+            count(self.taken, recorded)
+            count(self.put, ids)
             kept = set(ids)
             arrival = [self._number + 1, "", ARRIVAL]
             self.gone.update((x, arrival) for x in recorded if x not in kept)
@@ -252,7 +260,7 @@ class LossMeter:
         ref: list[Any] = [self._number + 1, "", "edit"]  # filled in when the request is sent (`requested`)
         self._refs.append((self._splices, ref))
         written = self.written
-        delta = self.delta
+        taken = self.taken
         gone = self.gone
         s = self._s
         if STUBS and len(removed) == 1 and len(added) == 1 and items is None and s is not None:  # clear, mask, tiered
@@ -266,10 +274,9 @@ class LossMeter:
                 recorded = s.ids[origin]
                 ids = self._ids(new)
                 written[id(new)] = (new, ids)
-                if len(ids) != len(recorded):
-                    dropped = list(filterfalse(set(ids).__contains__, recorded))
-                    dict.update(delta, zip(dropped, map(sub, map(delta.get, dropped, repeat(0)), repeat(1)),
-                                           strict=True))
+                if len(ids) != len(recorded):  # what the copy no longer holds counted down (`ids` is of `recorded`)
+                    count(taken, recorded)
+                    count(self.put, ids)
                 if old.message.role == "tool":
                     self._tool_removed = True
                 gone.update(zip(recorded, repeat(ref)))
@@ -294,14 +301,15 @@ class LossMeter:
                 ids = own
             if item.message.role == "tool":
                 self._tool_removed = True
-            dict.update(delta, zip(ids, map(sub, map(delta.get, ids, repeat(0)), repeat(1)), strict=True))  # in C
+            count(taken, ids)
             gone.update(zip(ids, repeat(ref)))  # the last edit that removed x is the one that took it to zero
+        put = self.put
         for item in added:
             if items is not None:
                 items[id(item)] = item
             ids = self._ids(item, carried)
             written[id(item)] = (item, ids)
-            delta.update(ids)
+            count(put, ids)
 
     def _long(self, item: Item, text: str, carried: Sequence[tuple[str, Counter[str]]]) -> tuple[str, ...]:
         """The identifiers of a long text a policy wrote (a summary that keeps earlier summaries' lines, zones',
@@ -315,13 +323,14 @@ class LossMeter:
         cut = text.find("\n")
         head, body = (text, "") if cut < 0 else (text[:cut], text[cut + 1:])
         counts: Counter[str] | None = None
+        memo = s.lines if s is not None else self._lines
         if CARRY:
             for old, old_counts in carried:
-                counts = _carried(old, old_counts, body, vocabulary)
+                counts = _carried(old, old_counts, body, vocabulary, memo)
                 if counts is not None:
                     break
         if counts is None:
-            counts = _line_counts(body.split("\n"), vocabulary)
+            counts = _line_counts(body.split("\n"), vocabulary, memo)
         self.bodies[id(item)] = counts
         first = extract_by_line(head)
         if vocabulary is not None:
@@ -355,9 +364,7 @@ class LossMeter:
                 tool = True
         self._tool_removed = tool
         every = list(chain.from_iterable(held))
-        counts = Counter(every)
-        delta = self.delta
-        dict.update(delta, zip(counts, map(sub, map(delta.get, counts, repeat(0)), counts.values()), strict=True))
+        count(self.taken, every)
         self.gone.update(zip(every, repeat(ref)))
 
     def requested(self, number: int, message: Message, edits: Sequence[tuple[str, str, int]]) -> None:
@@ -385,16 +392,20 @@ class LossMeter:
             self._refetched.clear()
             self._tool_removed = False
         s = self._s
-        delta = self.delta
-        if s is not None and delta:  # nothing edited yet: every identifier the base counts hold is live
-            uses = s.uses_of(message)
-            if uses:
-                get = delta.get
-                found = [(x, o) for x, base, o in uses if base + get(x, 0) <= 0]
-                if 1 < len(found) <= 256:  # `conftest.py` inside `tests/conftest.py` from the same message: one miss
-                    found = [(x, o) for x, o in found if not any(o == o2 and x != x2 and x in x2 for x2, o2 in found)]
-                for x, origin in found:
-                    self._miss(number, x, origin, s)
+        taken = self.taken
+        if s is not None and taken:  # nothing taken out yet: every identifier the base counts hold is live
+            check = s.checks.get(id(message))
+            if check is not None:
+                # x is missed when no live item holds it: base + put[x] - taken[x] <= 0 (worked out in C; seldom true)
+                xs, bases, origins = check
+                lost = list(map(sub, map(taken.get, xs, repeat(0)), map(self.put.get, xs, repeat(0))))
+                if any(map(ge, lost, bases)):
+                    found = [(x, o) for x, base, o, n in zip(xs, bases, origins, lost, strict=True) if n >= base]
+                    if 1 < len(found) <= 256:  # `conftest.py` in `tests/conftest.py` from the same message: one miss
+                        found = [(x, o) for x, o in found
+                                 if not any(o == o2 and x != x2 and x in x2 for x2, o2 in found)]
+                    for x, origin in found:
+                        self._miss(number, x, origin, s)
         if self._probe_state is not None and number in self.probes.at:
             self._probe_state.check(number, self._texts())
 
