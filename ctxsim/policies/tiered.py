@@ -141,6 +141,8 @@ class Entry(NamedTuple):
         return self.item.tokens
 
 
+_summary = partial(tuple.__new__, Summarize)  # Summarize((items, message, call, tokens, tags, origin))
+NO_TAGS: frozenset[str] = frozenset()
 _entry = partial(tuple.__new__, Entry)  # Entry((index, item, same)) without the NamedTuple's own __new__
 _entry_tokens = attrgetter("item.tokens")
 
@@ -312,7 +314,8 @@ def changes_of(view: View, spans: Sequence[tuple[int, int, tuple[Written, ...]]]
                 cursor = source + 1
             else:  # the summary of an assistant message, and what goes after it (the marker, if next, takes that)
                 stop = upto[k] if k == last or written[k + 1].source is not None else source + 1
-                out.append(Summarize(tuple(items[source:stop]), w.message, tokens=w.tokens, origin=item.origin))
+                # Summarize(items, message, tokens=, origin=), made in C: one per summary, thousands a replay
+                out.append(_summary((tuple(items[source:stop]), w.message, None, w.tokens, NO_TAGS, item.origin)))
                 cursor = stop
         drop.extend(range(cursor, end))
     if drop:
