@@ -105,17 +105,22 @@ def instructions(tree: Path, path: str, spec: str, reps: int) -> int:
     return (count(reps) - count(0)) // reps
 
 
+def print_head(args: argparse.Namespace, path: str, what: str) -> None:
+    """The trace and what is measured, then the columns' heads."""
+    print(f"trace: {path if args.trace else f'{args.turns} synthetic turns'}; {what}")
+    head = f"  {'policy':24s} {'this tree':>9s}"
+    if args.against:
+        head += f" {args.against!s:>12s}  new/old"
+    print(head)
+
+
 def instruction_table(args: argparse.Namespace, path: str, specs: list[str]) -> None:
     if shutil.which("valgrind") is None:
         print("--instructions needs valgrind, which is not on this machine")
         return
     trees = [TREE] + ([args.against.resolve()] if args.against else [])
-    print(f"trace: {path if args.trace else f'{args.turns} synthetic turns'}; machine instructions of one replay "
-          f"(cachegrind I refs, millions; warm + {args.per_process} replays less warm alone)")
-    head = f"  {'policy':24s} {'this tree':>9s}"
-    if args.against:
-        head += f" {args.against!s:>12s}  new/old"
-    print(head)
+    print_head(args, path, "machine instructions of one replay "
+               f"(cachegrind I refs, millions; warm + {args.per_process} replays less warm alone)")
     for spec in specs:
         counts = [instructions(tree, path, spec, args.per_process) for tree in trees]
         line = f"  {spec:24s} {counts[0] / 1e6:9.1f}"
@@ -163,12 +168,8 @@ def main() -> None:
             new.append(run_worker(TREE, path, args.per_process, specs))
             if args.against:
                 old.append(run_worker(args.against.resolve(), path, args.per_process, specs))
-        print(f"trace: {path if args.trace else f'{args.turns} synthetic turns'}; CPU s of one replay, best of "
-              f"{args.repeat} x {args.per_process}; load average {os.getloadavg()[0]:.1f}")
-        head = f"  {'policy':24s} {'this tree':>9s}"
-        if args.against:
-            head += f" {args.against!s:>12s}  new/old"
-        print(head)
+        print_head(args, path, f"CPU s of one replay, best of {args.repeat} x {args.per_process}; "
+                   f"load average {os.getloadavg()[0]:.1f}")
         for spec in specs:
             mine = best_of(new, spec)
             line = f"  {spec:24s} {mine:9.4f}" if mine is not None else f"  {spec:24s} {'-':>9s}"
