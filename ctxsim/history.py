@@ -234,18 +234,22 @@ class History:
         removed: list[Item] = []
         added: list[Item] = []
         spliced: list[tuple[list[Item], tuple[Item, ...]]] = []
-        tokens, nblocks = self._tokens, self._nblocks
         in_place = True  # item for item (stubs): nothing moves
         touched = 0
+        for start, end, new in splices:  # what each splice takes out, checked before anything changes (last first)
+            old = items[start:end]
+            for item in old:
+                if item.pinned:
+                    raise _pinned(policy, item)
+            spliced.append((old, new))
+            removed += old
+            added += new
+            if len(new) != end - start:
+                in_place = False
+            touched += max(end - start, len(new))
+        tokens, nblocks = self._tokens, self._nblocks
         if len(splices) <= _SPLICED_IN_PLACE:
             for start, end, new in splices:
-                old = items[start:end]
-                spliced.append((old, new))
-                for item in old:
-                    if item.pinned:
-                        raise _pinned(policy, item)
-                removed += old
-                added += new
                 items[start:end] = new
                 if not new:
                     del tokens[start:end]
@@ -253,19 +257,7 @@ class History:
                 else:
                     tokens[start:end] = [item.tokens for item in new]
                     nblocks[start:end] = [item.blocks for item in new]
-                if len(new) != end - start:
-                    in_place = False
-                touched += max(end - start, len(new))
         else:  # many splices (a compaction's summaries): the history past the first is rebuilt once, not per splice
-            for start, end, new in splices:
-                old = items[start:end]
-                spliced.append((old, new))
-                for item in old:
-                    if item.pinned:
-                        raise _pinned(policy, item)
-                if len(new) != end - start:
-                    in_place = False
-                touched += max(end - start, len(new))
             first_start = splices[-1].start
             tail: list[Item] = []
             cursor = first_start
@@ -274,9 +266,6 @@ class History:
                 tail += new
                 cursor = end
             tail += items[cursor:]
-            for old, new in spliced:  # removed and added as the splices are applied: last first
-                removed += old
-                added += new
             items[first_start:] = tail
             tokens[first_start:] = [item.tokens for item in tail]
             nblocks[first_start:] = [item.blocks for item in tail]
