@@ -173,7 +173,7 @@ class History:
 
     def call_of(self, call_id: str | None) -> ToolCall | None:
         """The call with this id, as the message holding it in the history has it (None when none does)."""
-        return self._call.get(call_id or "") if (call_id or "") in self._holder else None
+        return self._call.get(call_id or "")  # `_call` holds exactly the ids `_holder` does (bind_reads)
 
     # ------------------------------------------------------------ building
     def item(self, message: Message, origin: int = -1, tokens: int | None = None, **flags: object) -> Item:

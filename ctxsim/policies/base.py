@@ -219,6 +219,8 @@ class Insert(NamedTuple):
 
 Change = Drop | Replace | Truncate | Summarize | Insert
 
+NO_TAGS: frozenset[str] = frozenset()  # the tags of an item that has none (a stub's, a summary's)
+
 DEFAULT_KIND: dict[type, str] = {Drop: "drop", Replace: "clear", Truncate: "truncate", Summarize: "compact",
                                  Insert: "insert"}
 

@@ -22,7 +22,7 @@ from ctxsim._support.memo import IdentityMemo
 from ctxsim.model import Message, ToolCall
 from ctxsim.params import field_doc
 from ctxsim.policies import PolicyInfo, register
-from ctxsim.policies.base import Edit, Item, Replace, View
+from ctxsim.policies.base import NO_TAGS, Edit, Item, Replace, View
 
 ERROR_LINE = re.compile(r"\b[A-Z][A-Za-z0-9_]*(?:Error|Exception)\b: [^\n\]]+")
 ERROR_HINT = re.compile(r"(?:Error|Exception): ")  # what every ERROR_LINE match holds
@@ -87,7 +87,6 @@ def short_args(call: ToolCall | None) -> str:
     return call.arguments_json[:200]
 
 
-NO_TAGS: frozenset[str] = frozenset()  # a stub's tags: none
 
 
 class Stub(NamedTuple):

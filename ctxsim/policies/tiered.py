@@ -54,7 +54,7 @@ from ctxsim.model import written as new_message
 from ctxsim.params import field_doc
 from ctxsim.policies import PolicyInfo, register
 from ctxsim.policies._spans import picked, unit_head
-from ctxsim.policies.base import Change, Drop, Edit, Insert, Item, Replace, Summarize, View
+from ctxsim.policies.base import NO_TAGS, Change, Drop, Edit, Insert, Item, Replace, Summarize, View
 from ctxsim.policies.truncate import LineCaps
 
 COMPACTION_MARKER = "[Context compacted: earlier messages removed to fit the context window]"
@@ -142,7 +142,6 @@ class Entry(NamedTuple):
 
 
 _summary = partial(tuple.__new__, Summarize)  # Summarize((items, message, call, tokens, tags, origin))
-NO_TAGS: frozenset[str] = frozenset()
 _entry = partial(tuple.__new__, Entry)  # Entry((index, item, same)) without the NamedTuple's own __new__
 _entry_tokens = attrgetter("item.tokens")
 
