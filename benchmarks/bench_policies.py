@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 # Every registered policy at its defaults (but the oracle, a bound that reads the future, and the
 # pipeline, whose stages are given below) and three pipelines a compare runs.
@@ -43,16 +44,21 @@ POLICIES = ["none", "clear", "clear_thinking", "compact", "hierarchical", "mask"
 TREE = Path(__file__).resolve().parent.parent
 
 
-def worker(path: str, reps: int, specs: list[str]) -> dict[str, float | None]:
-    """Best-of-`reps` CPU seconds of one replay per spec, in whichever ctxsim this interpreter imports."""
+def replayer_of(path: str) -> Any:
+    """The trace read and its texts counted, in whichever ctxsim this interpreter imports."""
     from ctxsim.engine import Replayer, Setup
     from ctxsim.formats import read_traces
-    from ctxsim.policies.spec import resolve
     from ctxsim.tokens import TokenCounter, get_tokenizer
     from ctxsim.tokens.counting import MessageSizer
 
-    trace = read_traces([path])
-    replayer = Replayer(trace, MessageSizer(TokenCounter(get_tokenizer("o200k_base"))), Setup())
+    return Replayer(read_traces([path]), MessageSizer(TokenCounter(get_tokenizer("o200k_base"))), Setup())
+
+
+def worker(path: str, reps: int, specs: list[str]) -> dict[str, float | None]:
+    """Best-of-`reps` CPU seconds of one replay per spec, in whichever ctxsim this interpreter imports."""
+    from ctxsim.policies.spec import resolve
+
+    replayer = replayer_of(path)
     out: dict[str, float | None] = {}
     for spec in specs:
         try:
@@ -82,13 +88,9 @@ def run_worker(tree: Path, path: str, reps: int, specs: list[str]) -> dict[str, 
 
 def warm_then(path: str, spec: str, reps: int) -> None:
     """Replay `spec` once to warm up, then `reps` more times: what `--instructions` counts."""
-    from ctxsim.engine import Replayer, Setup
-    from ctxsim.formats import read_traces
     from ctxsim.policies.spec import resolve
-    from ctxsim.tokens import TokenCounter, get_tokenizer
-    from ctxsim.tokens.counting import MessageSizer
 
-    replayer = Replayer(read_traces([path]), MessageSizer(TokenCounter(get_tokenizer("o200k_base"))), Setup())
+    replayer = replayer_of(path)
     for _ in range(reps + 1):
         replayer.run(resolve([spec])[0].policy)
 
