@@ -234,8 +234,10 @@ def test_line_counts_with_a_memo_count_as_without() -> None:
         for x in set(reference_extract(line)) & vocabulary:
             expected[x] = expected.get(x, 0) + 1
     memo: dict[str, tuple[str, ...]] = {}
-    assert dict(_line_counts(lines, vocabulary, memo)) == expected
-    assert memo and dict(_line_counts(lines, vocabulary, memo)) == expected
+    canon = {x: x for x in vocabulary}  # SessionIndex.canon: the vocabulary, each identifier one object
+    assert dict(_line_counts(lines, canon, memo)) == expected
+    assert memo and dict(_line_counts(lines, canon, memo)) == expected
+    assert all(canon[x] is x for held in memo.values() for x in held)
     assert dict(_line_counts(lines, None)) == _every_count(lines)
 
 
@@ -245,3 +247,22 @@ def _every_count(lines: list[str]) -> dict[str, int]:
         for x in set(reference_extract(line)):
             counts[x] = counts.get(x, 0) + 1
     return counts
+
+
+def test_an_index_built_elsewhere_is_the_same_index() -> None:
+    """`TraceIndex.built` (what travels from the process that built it) and `adopt` give back every field."""
+    import pickle
+
+    from ctxsim.loss import TraceIndex
+    from ctxsim.synth import synthesize
+
+    trace = synthesize("coding", turns=40, seed=5)
+    here = TraceIndex().prime(trace.sessions)
+    there = TraceIndex().adopt(trace.sessions, pickle.loads(pickle.dumps(TraceIndex().built(trace.sessions))))
+    for session in trace.sessions:
+        a, b = here.of(session), there.of(session)
+        assert b.session is session
+        assert (a.ids, a.by_message, a.always, a.uses, a.vocabulary, a.checks, a.canon) == \
+            (b.ids, b.by_message, b.always, b.uses, b.vocabulary, b.checks, b.canon)
+        assert a.uses and any(a.ids)
+        assert all(b.canon[x] is x for ids in b.ids for x in ids)  # the one object kept of each identifier

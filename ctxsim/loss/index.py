@@ -4,7 +4,9 @@
 the session), a look-up by message identity (the engine hands the meter the recorded assistant
 message itself), and the identifiers always in the prompt (the system prompt and the tool
 definitions, which no policy removes). Built on first use per session and kept; the runs of a
-compare run in forked workers, which inherit an index built before the fork.
+compare run in forked workers, which inherit an index built before the fork. A compare on several
+processes builds it in one of its own while this one counts the trace's tokens (`built` there,
+`adopt` here: only what was worked out travels, not the sessions).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
+from typing import Any
 
 from ctxsim.loss.identifiers import extract, extract_many, identifiers_of_lines, message_text
 from ctxsim.model import Message, Session
@@ -47,6 +50,7 @@ class SessionIndex:
     always: frozenset[str]  # in the system prompt or the tool definitions: never removed
     uses: dict[int, tuple[tuple[str, int, int], ...]]  # request's message index -> (identifier, base count, source)
     vocabulary: frozenset[str] = frozenset()  # the identifiers some answer uses (`ids` holds only these)
+    canon: dict[str, str] = field(default_factory=dict)  # each of the vocabulary -> itself (the one object kept of it)
     derived: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a text a policy wrote -> `kept` identifiers
     lines: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a line of a long text a policy wrote -> the same
     # `uses` by the identity of the request's recorded message, as columns: (identifiers, base counts, sources)
@@ -78,15 +82,20 @@ class SessionIndex:
         new = list(dict.fromkeys(read[i] for i in answers if read[i] not in memo))
         memo.update(zip(new, extract_many(new), strict=True))
         vocabulary = frozenset(chain.from_iterable(memo[read[i]] for i in answers)) - always
-        keep = vocabulary.__contains__
+        # each identifier kept as one object, the vocabulary's: the meter's counts find it by identity (and their
+        # tables stay a few hundred keys touched over and over, not copies of them all over the memory)
+        canon = {x: x for x in vocabulary}
+        one = canon.get
         # the other messages' texts: every line of them classified at once (each distinct line once), then each
-        # text's identifiers put together from the vocabulary's identifiers of its lines
-        others = {text: text.split("\n") for text, m in zip(read, messages, strict=True) if m.role != "assistant"}
-        fresh = list(dict.fromkeys(chain.from_iterable(others.values())))
-        lines = {line: tuple(filter(keep, found)) if found else ()
+        # text's identifiers put together from the vocabulary's identifiers of its lines (a text met again: split once;
+        # the distinct lines in a set, sorted: the same order whatever the hash seed)
+        others = {text: text.split("\n") for text in dict.fromkeys(
+            text for text, m in zip(read, messages, strict=True) if m.role != "assistant")}
+        fresh = sorted(set().union(*others.values()))
+        lines = {line: tuple(filter(None, map(one, found))) if found else ()
                  for line, found in zip(fresh, identifiers_of_lines(fresh), strict=True)}
         held = {text: _held(parts, lines) for text, parts in others.items()}
-        ids = [tuple(filter(keep, memo[text])) if m.role == "assistant" else held[text]
+        ids = [tuple(filter(None, map(one, memo[text]))) if m.role == "assistant" else held[text]
                for text, m in zip(read, messages, strict=True)]
         # Each request's identifiers that a user or tool message gave earlier, with how many recorded messages
         # before it hold each (the base of every run's live count) and the latest such source.
@@ -102,11 +111,11 @@ class SessionIndex:
             count(counts, found)
             if m.role in SOURCE_ROLES:
                 source.update(zip(found, repeat(i)))
-        return cls(session, ids, {id(m): i for i, m in enumerate(messages)}, always, uses, vocabulary)
+        return cls(session, ids, {id(m): i for i, m in enumerate(messages)}, always, uses, vocabulary, canon)
 
     def kept(self, ids: tuple[str, ...]) -> tuple[str, ...]:
-        """`ids` cut down to those some answer of the session uses."""
-        return tuple(filter(self.vocabulary.__contains__, ids))
+        """`ids` cut down to those some answer of the session uses (the vocabulary's own objects)."""
+        return tuple(filter(None, map(self.canon.get, ids)))
 
     def uses_of(self, message: Message) -> tuple[tuple[str, int, int], ...]:
         """What a recorded assistant message uses that came from an earlier user or tool message: (identifier,
@@ -142,6 +151,23 @@ class TraceIndex:
 
     def forget(self, session: Session) -> None:
         self.sessions.pop(id(session), None)
+
+    def built(self, sessions: Sequence[Session]) -> list[tuple[Any, ...]]:
+        """What `prime(sessions)` worked out, without the sessions (to travel between processes):
+        `adopt` makes the index of it again."""
+        self.prime(sessions)
+        out = []
+        for session in sessions:
+            index = self.of(session)
+            out.append((index.ids, index.always, index.uses, index.vocabulary, index.canon))
+        return out
+
+    def adopt(self, sessions: Sequence[Session], built: list[tuple[Any, ...]]) -> TraceIndex:
+        """The index `built(sessions)` gave (in another process), for these same sessions."""
+        for session, (ids, always, uses, vocabulary, canon) in zip(sessions, built, strict=True):
+            self.sessions[id(session)] = SessionIndex(session, ids, {id(m): i for i, m in enumerate(session.messages)},
+                                                      always, uses, vocabulary, canon)
+        return self
 
 
 __all__ = ["SOURCE_ROLES", "SessionIndex", "TraceIndex", "count"]

@@ -111,9 +111,10 @@ class LossReport:
         return sum(1 for p in self.probes if not p["end"])
 
 
-def _line_counts(lines: list[str], vocabulary: frozenset[str] | None,
+def _line_counts(lines: list[str], vocabulary: dict[str, str] | None,
                  memo: dict[str, tuple[str, ...]] | None = None) -> Counter[str]:
-    """How many of `lines` (each occurrence) hold each identifier (those of `vocabulary` only, when given).
+    """How many of `lines` (each occurrence) hold each identifier (those of `vocabulary` only, when given: each
+    identifier -> the one object kept of it, `SessionIndex.canon`).
     `memo`: line -> the identifiers counted of it (for one vocabulary), filled in here; counted in C."""
     memo = {} if memo is None else memo
     held = list(map(memo.get, lines))
@@ -122,12 +123,12 @@ def _line_counts(lines: list[str], vocabulary: frozenset[str] | None,
             memo.clear()
         fresh = list(dict.fromkeys(line for line, known in zip(lines, held, strict=True) if known is None))
         for line, found in zip(fresh, identifiers_of_lines(fresh), strict=True):
-            memo[line] = found if vocabulary is None or not found else tuple(filter(vocabulary.__contains__, found))
+            memo[line] = found if vocabulary is None or not found else tuple(filter(None, map(vocabulary.get, found)))
         held = list(map(memo.__getitem__, lines))
     return Counter(chain.from_iterable(held))  # type: ignore[arg-type]
 
 
-def _carried(old: str, old_counts: Counter[str], body: str, vocabulary: frozenset[str] | None,
+def _carried(old: str, old_counts: Counter[str], body: str, vocabulary: dict[str, str] | None,
              memo: dict[str, tuple[str, ...]] | None = None) -> Counter[str] | None:
     """`body`'s line counts from those of `old`'s lines after its first, when `body` opens with whole lines of it
     that run to its end (None otherwise): less the old lines before them, plus `body`'s lines after them."""
@@ -161,6 +162,15 @@ def _line_starts(text: str, line: str, most: int = 4) -> Iterator[int]:
             return
         at = found + 1
         yield at
+
+
+def _copy_ids(message: Message, recorded: tuple[str, ...]) -> tuple[str, ...]:
+    """The identifiers of a policy's copy of a recorded message (a stub, a truncation, thinking or inputs cleared):
+    the original's (`recorded`) it still holds as text, a substring test each (no second extraction)."""
+    text = message.content
+    if message.tool_calls:
+        text = "\n".join([text, *(call.arguments_json for call in message.tool_calls)])
+    return tuple([x for x in recorded if x in text])
 
 
 class LossMeter:
@@ -209,14 +219,7 @@ class LossMeter:
         s = self._s
         if item.origin >= 0 and s is not None:
             own = s.of(message)
-            if own is not None:
-                return own
-            # a policy's copy of a recorded message (a stub, a truncation, thinking or inputs cleared): the original's
-            # identifiers it still holds as text (a substring test each, in C: no second extraction)
-            text = message.content
-            if message.tool_calls:
-                text = "\n".join([text, *(call.arguments_json for call in message.tool_calls)])
-            return tuple(filter(text.__contains__, s.ids[item.origin]))
+            return own if own is not None else _copy_ids(message, s.ids[item.origin])
         kept = s.kept if s is not None else tuple
         if message.tool_calls:
             return kept(message_identifiers(message))
@@ -272,7 +275,7 @@ class LossMeter:
                 # rest are counted down; every one of them was removed by this edit
                 written.pop(id(old), None)
                 recorded = s.ids[origin]
-                ids = self._ids(new)
+                ids = _copy_ids(new.message, recorded)
                 written[id(new)] = (new, ids)
                 if len(ids) != len(recorded):  # what the copy no longer holds counted down (`ids` is of `recorded`)
                     count(taken, recorded)
@@ -319,7 +322,7 @@ class LossMeter:
         to its end, open the new one after its first line: a rolling summary, its oldest lines dropped) starts
         from the old one's counts, less its dropped lines', plus its new lines': only those lines are read."""
         s = self._s
-        vocabulary = s.vocabulary if s is not None else None
+        vocabulary = s.canon if s is not None else None
         cut = text.find("\n")
         head, body = (text, "") if cut < 0 else (text[:cut], text[cut + 1:])
         counts: Counter[str] | None = None
@@ -334,7 +337,7 @@ class LossMeter:
         self.bodies[id(item)] = counts
         first = extract_by_line(head)
         if vocabulary is not None:
-            first = tuple(filter(vocabulary.__contains__, first))
+            first = tuple(filter(None, map(vocabulary.get, first)))
         return tuple(dict.fromkeys(chain(first, (x for x, n in counts.items() if n > 0))))
 
     def _remove_many(self, removed: Sequence[Item], ref: list[Any], carried: list[tuple[str, Counter[str]]]) -> None:
@@ -396,10 +399,11 @@ class LossMeter:
         if s is not None and taken:  # nothing taken out yet: every identifier the base counts hold is live
             check = s.checks.get(id(message))
             if check is not None:
-                # x is missed when no live item holds it: base + put[x] - taken[x] <= 0 (worked out in C; seldom true)
+                # x is missed when no live item holds it: base + put[x] - taken[x] <= 0 (worked out in C; seldom true;
+                # taken[x] >= base first, which it needs, and which most often fails)
                 xs, bases, origins = check
-                lost = list(map(sub, map(taken.get, xs, repeat(0)), map(self.put.get, xs, repeat(0))))
-                if any(map(ge, lost, bases)):
+                if any(map(ge, map(taken.get, xs, repeat(0)), bases)) and any(map(ge, lost := list(
+                        map(sub, map(taken.get, xs, repeat(0)), map(self.put.get, xs, repeat(0)))), bases)):
                     found = [(x, o) for x, base, o, n in zip(xs, bases, origins, lost, strict=True) if n >= base]
                     if 1 < len(found) <= 256:  # `conftest.py` in `tests/conftest.py` from the same message: one miss
                         found = [(x, o) for x, o in found
