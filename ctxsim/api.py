@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ctxsim._support.collector import gc_paused
-from ctxsim._support.parallel import at_most, plan_jobs, run_ordered
+from ctxsim._support.parallel import aside, at_most, plan_jobs, run_ordered
 from ctxsim.engine import DEFAULT_RESERVE, PolicyRun, Replayer, Setup
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import FileReport, read_traces
@@ -95,14 +95,21 @@ def replay_weight(policy: Policy) -> float:
 
 def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Options,
                 providers: Sequence[str], progress: Callable[[int], None] | None) -> RunResult:
-    tasks = _tasks(trace, choices, options, providers)
     requests = sum(s.requests for s in trace.sessions)
-    jobs = plan_jobs(options.jobs, len(tasks), requests * len(tasks))
-    index = None
-    if options.loss or options.probes is not None:  # the identifiers of every message: once, before any fork
+    runs = len(choices) * max(1, len(providers))  # as many as `_tasks` makes
+    jobs = plan_jobs(options.jobs, runs, requests * runs)
+    index_of: Callable[[], Any] | None = None
+    if options.loss or options.probes is not None:  # the identifiers of every message: once, before the runs
         from ctxsim.loss import TraceIndex
 
-        index = TraceIndex().prime(trace.sessions)
+        sessions = trace.sessions
+        if jobs > 1:  # on several processes: built in one of them while this one counts the trace's tokens (`_tasks`)
+            built = aside(lambda: TraceIndex().built(sessions), jobs)
+            index_of = lambda: TraceIndex().adopt(sessions, built())  # noqa: E731
+        else:
+            index_of = lambda: TraceIndex().prime(sessions)  # noqa: E731
+    tasks = _tasks(trace, choices, options, providers)
+    index = index_of() if index_of is not None else None
 
     def task(i: int) -> tuple[PolicyRun, list[str]]:
         choice, _, replayer = tasks[i]

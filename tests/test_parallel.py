@@ -265,3 +265,63 @@ def test_a_worker_that_cannot_start_leaves_the_work_to_this_process(monkeypatch:
     done: list[int] = []
     assert run_ordered(lambda i: i * 3, 5, 2, lambda i, _: done.append(i)) == [0, 3, 6, 9, 12]
     assert sorted(done) == list(range(5))
+
+
+def _pid_and(value: int) -> tuple[int, int]:
+    return os.getpid(), value * 2
+
+
+def _fails() -> int:
+    raise CtxsimError("the index could not be built")
+
+
+def _dies() -> int:
+    os._exit(5)
+
+
+@needs_fork
+def test_work_aside_runs_in_another_process_and_only_its_result_travels() -> None:
+    from ctxsim._support.parallel import aside
+
+    result = aside(lambda: _pid_and(21), 2)
+    pid, value = result()
+    assert value == 42 and pid != os.getpid()
+    asked: list[int] = []
+    alone = aside(lambda: asked.append(1) or _pid_and(1), 1)  # one job: nothing forked, done when asked for
+    assert asked == []
+    assert alone() == (os.getpid(), 2) and asked == [1]
+
+
+@needs_fork
+def test_work_aside_that_fails_or_dies_is_an_error_here_not_a_hang(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    from ctxsim._support.parallel import aside
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(CtxsimError, match="could not be built"):
+        aside(_fails, 2)()
+    with pytest.raises(CtxsimError, match=r"exit codes 5"):
+        aside(_dies, 2)()
+    assert list(tmp_path.iterdir()) == []
+
+
+@needs_fork
+def test_a_loss_metered_compare_on_workers_builds_its_index_aside_with_the_same_artefact(
+        trace, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    import ctxsim.api
+    from ctxsim._support import parallel
+
+    alone = replay_choices(trace, "t.jsonl", resolve(SPECS), Options(jobs=1, loss=True))
+    asides: list[int] = []
+
+    def counted(work, jobs):  # type: ignore[no-untyped-def]
+        asides.append(jobs)
+        return parallel.aside(work, jobs)
+
+    monkeypatch.setattr(ctxsim.api, "aside", counted)
+    shared = replay_choices(trace, "t.jsonl", resolve(SPECS), Options(jobs=2, loss=True))
+    assert asides == [2]
+    assert any(run.loss.recall_misses for run in shared.runs)  # type: ignore[union-attr]
+    assert shared.dumps() == alone.dumps()

@@ -192,6 +192,51 @@ def _worker(order: Sequence[int], cursor: Any, channel: _Channel, slot: int, par
             return
 
 
+def _aside(work: Callable[[], Any], channel: _Channel, parent: int) -> None:
+    """A forked process: do `work`, send its result (or the error) back, end."""
+    _die_with_parent(parent)
+    channel.attach(0)
+    try:
+        channel.send(0, work())
+    except BaseException as exc:
+        channel.fail(0, exc)
+
+
+def aside(work: Callable[[], T], jobs: int) -> Callable[[], T]:
+    """Start `work` in a forked process, beside what this one does next; the function returned waits for
+    its result (raises its error) and may be called once. `jobs`: the processes the caller's work will
+    use (1: no fork, `work` is done when its result is asked for, in this process).
+
+    For work whose result is needed only later, while this process has other work to do first (loss
+    metering's identifier index, built while the trace's texts are counted): only the result travels.
+    """
+    if jobs <= 1 or plan_share(2) < 2:
+        return work
+    context = multiprocessing.get_context("fork")
+    try:
+        channel = _Channel(context, 1)
+    except OSError:
+        return work
+    process = context.Process(target=_aside, args=(work, channel, os.getpid()), daemon=True)
+    try:
+        process.start()
+    except OSError:  # no process to be had: done here, when asked for
+        channel.close()
+        return work
+
+    def result() -> T:
+        try:
+            _, value = channel.receive([process])
+            return value  # type: ignore[no-any-return]
+        finally:
+            if process.is_alive():
+                process.terminate()
+            process.join()
+            channel.close()
+
+    return result
+
+
 def run_ordered(task: Callable[[int], T], count: int, jobs: int,
                 done: Callable[[int, T], None] | None = None, first: Sequence[int] | None = None) -> list[T]:
     """`task(0) .. task(count - 1)` on `jobs` processes (this one and jobs - 1 forked); results in task order.
