@@ -1,14 +1,18 @@
 """Loss metering (ctxsim.loss) on a compare of 8 policies: what it adds, and how it grows with the trace.
 
 Prints, measured in this one run (best of `--repeat`, interleaved so a slow spell of the machine falls
-on both alike; every compare starts as a fresh process would, with nothing classified yet: the extraction
-rules' memos, which live as long as the process, are emptied first):
+on both alike). Every compare runs in a fresh process, as `ctxsim compare` does: its modules imported and
+a tiny compare run first, untimed, then the timed one read and replayed with nothing classified yet (the
+extraction rules' memos emptied). One process running compare after compare is not what a user runs: the
+heap an earlier compare leaves slows the next one's forked workers unevenly (measured: the per-core ratio
+1.30-1.36 after one-process compares in the same process, 1.16 without them):
 
 - the time of a compare of the 8 policies of bench_compare on the 2,400-turn synthetic trace with loss
   metering (the identifier index built once, a meter observing every run) divided by the same compare
   without it. Target <= 1.30. Both in one process (`-j 1`) and on one process per core (where the index
-  is built on a process of its own while this one counts the trace's tokens); the best of the repeats,
-  and their medians (a slow spell of a shared machine moves the best less than the median);
+  is built on a process of its own while this one counts the trace's tokens); as the ratio of the bests
+  of the repeats, and as the median of the repeats' ratios (each metered compare over the plain one run
+  next to it: on a machine whose speed drifts, the steadier figure);
 - the loss metering's own time (metered minus plain compare, one process) on the 2,400-turn trace
   divided by the same on a 600-turn one: 4x the turns, linear is 4.0;
 - the time to build the identifier index alone (the extraction, once per trace);
@@ -21,9 +25,12 @@ Usage: python benchmarks/bench_loss.py [--turns 2400] [--small 600] [--repeat 5]
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -39,8 +46,24 @@ from ctxsim.tokens import get_tokenizer
 
 
 def compare_once(path: Path, loss: bool, jobs: int | None) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of this process and of the workers it waited for) of one compare."""
-    identifiers.forget()  # as a fresh process: no chunk, line or quote classified by an earlier repeat
+    """(wall seconds, CPU seconds of the process and of the workers it waited for) of one compare, in a fresh
+    process (`--one`)."""
+    done = subprocess.run([sys.executable, __file__, "--one", str(path), str(int(loss)), str(jobs or 0)],
+                          check=True, capture_output=True, text=True)
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    return measured["wall"], measured["cpu"]
+
+
+def one(path: Path, loss: bool, jobs: int | None) -> None:
+    """`--one`: in this fresh process, a tiny compare untimed (imports, the tokenizer's ranks), then the timed one."""
+    get_tokenizer("o200k_base")
+    with tempfile.TemporaryDirectory() as tmp:
+        _timed(write_trace(Path(tmp), 8), loss, jobs)
+    print(json.dumps(dict(zip(("wall", "cpu"), _timed(path, loss, jobs), strict=True))))
+
+
+def _timed(path: Path, loss: bool, jobs: int | None) -> tuple[float, float]:
+    identifiers.forget()  # nothing classified yet: the tiny compare's lines are not the trace's
     before = os.times()
     start = time.perf_counter()
     trace = read_trace(str(path))
@@ -61,24 +84,30 @@ def index_once(path: Path) -> float:
     return time.perf_counter() - start
 
 
-def measure(path: Path, repeat: int, parallel: bool) -> dict[str, float]:
-    """Best of `repeat` of each (wall; `KEY cpu`: CPU; `KEY median`: the median wall), interleaved."""
-    best: dict[str, float] = {}
-    walls: dict[str, list[float]] = {}
+PAIRS: dict[str, list[float]] = {}  # the last `measure`'s ratios, pair by pair
 
-    def keep(key: str, seconds: tuple[float, float]) -> None:
+
+def measure(path: Path, repeat: int, parallel: bool) -> dict[str, float]:
+    """Best of `repeat` of each (wall; `KEY cpu`: CPU), interleaved; `KEY pair`: the median over the repeats of
+    the metered compare's time over the plain one's just before or after it (one pair, a few seconds apart: a
+    machine whose speed drifts moves both alike, which the bests, taken minutes apart, need not)."""
+    best: dict[str, float] = {}
+    pairs: dict[str, list[float]] = {}
+
+    def keep(key: str, seconds: tuple[float, float]) -> float:
         best[key] = min(best.get(key, math.inf), seconds[0])
         best[f"{key} cpu"] = min(best.get(f"{key} cpu", math.inf), seconds[1])
-        walls.setdefault(key, []).append(seconds[0])
-        best[f"{key} median"] = statistics.median(walls[key])
+        return seconds[0]
 
-    for _ in range(repeat):
-        keep("plain", compare_once(path, False, 1))
-        keep("loss", compare_once(path, True, 1))
-        if parallel:
-            keep("plain_par", compare_once(path, False, None))
-            keep("loss_par", compare_once(path, True, None))
+    for n in range(repeat):
+        for key, jobs in (("", 1), ("_par", None)) if parallel else (("", 1),):
+            order = (False, True) if n % 2 == 0 else (True, False)  # which goes first, in turn
+            walls = {loss: keep(f"{'loss' if loss else 'plain'}{key}", compare_once(path, loss, jobs))
+                     for loss in order}
+            pairs.setdefault(key, []).append(walls[True] / walls[False])
+            best[f"loss{key} pair"] = statistics.median(pairs[key])
         best["index"] = min(best.get("index", math.inf), index_once(path))
+    PAIRS.update(pairs)
     return best
 
 
@@ -87,25 +116,27 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=2400)
     parser.add_argument("--small", type=int, default=600)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--one", nargs=3, metavar=("TRACE", "LOSS", "JOBS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one:
+        one(Path(args.one[0]), args.one[1] == "1", int(args.one[2]) or None)
+        return
     get_tokenizer("o200k_base")
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         big_path = write_trace(Path(tmp), args.turns)
         small_path = write_trace(Path(tmp), args.small)
-        for loss in (False, True):  # untimed: the modules each side imports once per process
-            compare_once(small_path, loss, 1)
         big = measure(big_path, args.repeat, True)
+        big_pairs = dict(PAIRS)
         small = measure(small_path, args.repeat, False)
     load_after = os.getloadavg()
     print(f"load average (1 min) {load[0]:.2f} before, {load_after[0]:.2f} after, on {os.cpu_count()} cores")
     print(f"compare of {len(POLICIES)} policies, {args.turns} turns (best of {args.repeat}):")
     for label, key in (("one process: ", ""), ("one per core:", "_par")):
         plain, metered = big[f"plain{key}"], big[f"loss{key}"]
-        plain_median, metered_median = big[f"plain{key} median"], big[f"loss{key} median"]
-        print(f"  {label} plain {plain:.3f} s, loss-metered {metered:.3f} s, ratio {metered / plain:.3f} "
-              f"(target <= 1.30); medians {plain_median:.3f} s / {metered_median:.3f} s, "
-              f"ratio {metered_median / plain_median:.3f}")
+        print(f"  {label} plain {plain:.3f} s, loss-metered {metered:.3f} s, ratio of the bests "
+              f"{metered / plain:.3f}, median ratio of pairs {big[f'loss{key} pair']:.3f} (target <= 1.30)")
+        print(f"                 the pairs: {' '.join(f'{r:.3f}' for r in big_pairs[key])}")
     print(f"  CPU (this process and its workers): one process {big['plain cpu']:.3f} s / {big['loss cpu']:.3f} s, "
           f"ratio {big['loss cpu'] / big['plain cpu']:.3f}; one per core {big['plain_par cpu']:.3f} s / "
           f"{big['loss_par cpu']:.3f} s, ratio {big['loss_par cpu'] / big['plain_par cpu']:.3f}")
