@@ -110,6 +110,10 @@ def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Opt
             index_of = lambda: TraceIndex().prime(sessions)  # noqa: E731
     tasks = _tasks(trace, choices, options, providers)
     index = index_of() if index_of is not None else None
+    if index is not None:
+        from ctxsim.policies.oracle import share
+
+        share(index)  # an oracle (a run, or a stage of one) reads the same index, not one of its own
 
     def task(i: int) -> tuple[PolicyRun, list[str]]:
         choice, _, replayer = tasks[i]

@@ -8,6 +8,7 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
+import pytest
 from test_loss import known_trace
 from typer.testing import CliRunner
 
@@ -165,3 +166,30 @@ def test_no_star_anywhere_when_no_run_is_within_its_allowance(tmp_path: Path) ->
     # a run that qualifies is starred in the table as before
     starred_text = render("markdown", result_of(), "md")
     assert any("★" in line for line in starred_text.splitlines() if line.startswith("| `"))
+
+
+def test_a_compare_builds_each_session_index_once_for_the_meter_and_the_oracle(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The oracle (a run, or a stage of a pipeline) reads the loss meter's index instead of building its own."""
+    from ctxsim.api import Options, replay_choices
+    from ctxsim.loss import index as index_module
+    from ctxsim.policies import oracle
+    from ctxsim.policies.spec import resolve
+    from ctxsim.synth import synthesize
+
+    trace = synthesize("coding", turns=30, seed=4)
+    alone = replay_choices(trace, "t.jsonl", resolve(["none", "oracle:budget=9000", "truncate+oracle:budget=9000"]),
+                           Options(jobs=1, loss=True))
+    built: list[int] = []
+    build = index_module.SessionIndex.build.__func__  # type: ignore[attr-defined]
+
+    def counted(cls, *args, **kwargs):  # type: ignore[no-untyped-def]
+        built.append(1)
+        return build(cls, *args, **kwargs)
+
+    monkeypatch.setattr(index_module.SessionIndex, "build", classmethod(counted))
+    monkeypatch.setattr(oracle, "_INDEXES", {})  # nothing kept from the run above
+    again = replay_choices(trace, "t.jsonl", resolve(["none", "oracle:budget=9000", "truncate+oracle:budget=9000"]),
+                           Options(jobs=1, loss=True))
+    assert len(built) == len(trace.sessions)
+    assert again.dumps() == alone.dumps()
