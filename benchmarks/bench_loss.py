@@ -35,6 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _valgrind import available, instructions_of
 from bench_compare import POLICIES
 from bench_replay import write_trace
 
@@ -54,12 +55,60 @@ def compare_once(path: Path, loss: bool, jobs: int | None) -> tuple[float, float
     return measured["wall"], measured["cpu"]
 
 
-def one(path: Path, loss: bool, jobs: int | None) -> None:
-    """`--one`: in this fresh process, a tiny compare untimed (imports, the tokenizer's ranks), then the timed one."""
+def one(path: Path, loss: bool, jobs: int | None, attribute: bool = False, tiny_only: bool = False) -> None:
+    """`--one`: in this fresh process, a tiny compare untimed (imports, the tokenizer's ranks), then the timed one.
+    `attribute`: the metering's own parts timed from inside too (`_attributed`); `tiny_only`: no timed compare
+    (the baseline `--instructions` subtracts)."""
     get_tokenizer("o200k_base")
     with tempfile.TemporaryDirectory() as tmp:
         _timed(write_trace(Path(tmp), 8), loss, jobs)
-    print(json.dumps(dict(zip(("wall", "cpu"), _timed(path, loss, jobs), strict=True))))
+    if tiny_only:
+        return
+    spent = _attributed() if attribute else {}
+    measured: dict[str, float] = dict(zip(("wall", "cpu"), _timed(path, loss, jobs), strict=True))
+    print(json.dumps({**measured, **spent}))
+
+
+def _attributed() -> dict[str, float]:
+    """From now on in this process, the time spent building the index (\"index\") and in the meter's calls and the
+    re-fetch pricing (\"meter\"), summed into the dict returned (a compare on one process: forked workers' time
+    stays in them)."""
+    from ctxsim.loss import meter, refetch
+
+    spent = {"index": 0.0, "meter": 0.0}
+
+    def timed(owner: object, name: str, key: str) -> None:
+        inner = getattr(owner, name)
+
+        def wrapper(*args: object, **kwargs: object) -> object:
+            start = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                spent[key] += time.perf_counter() - start
+
+        setattr(owner, name, wrapper)
+
+    timed(TraceIndex, "prime", "index")
+    for name in ("start", "observe", "requested", "finish"):
+        timed(meter.LossMeter, name, "meter")
+    timed(refetch, "price", "meter")
+    return spent
+
+
+def attributed_once(path: Path) -> dict[str, float]:
+    """A metered compare on one process with its index and meter timed from inside (`_attributed`), fresh process."""
+    done = subprocess.run([sys.executable, __file__, "--one", str(path), "1", "1", "--attribute"],
+                          check=True, capture_output=True, text=True)
+    measured: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return measured
+
+
+def instructions(path: Path, loss: bool | None) -> int:
+    """Machine instructions of a compare on one process in a fresh process (None: the tiny compare alone, the
+    baseline to subtract), under valgrind."""
+    argv = [sys.executable, __file__, "--one", str(path), str(int(bool(loss))), "1"]
+    return instructions_of(argv + (["--tiny-only"] if loss is None else []), dict(os.environ, PYTHONHASHSEED="0"))
 
 
 def _timed(path: Path, loss: bool, jobs: int | None) -> tuple[float, float]:
@@ -116,10 +165,14 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=2400)
     parser.add_argument("--small", type=int, default=600)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count machine instructions under valgrind (load-independent; a few minutes)")
     parser.add_argument("--one", nargs=3, metavar=("TRACE", "LOSS", "JOBS"), help=argparse.SUPPRESS)
+    parser.add_argument("--attribute", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--tiny-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        one(Path(args.one[0]), args.one[1] == "1", int(args.one[2]) or None)
+        one(Path(args.one[0]), args.one[1] == "1", int(args.one[2]) or None, args.attribute, args.tiny_only)
         return
     get_tokenizer("o200k_base")
     load = os.getloadavg()
@@ -129,6 +182,13 @@ def main() -> None:
         big = measure(big_path, args.repeat, True)
         big_pairs = dict(PAIRS)
         small = measure(small_path, args.repeat, False)
+        inside = [attributed_once(big_path) for _ in range(3)]
+        counted: dict[str, int] = {}
+        if args.instructions and available():
+            base = instructions(big_path, None)
+            for size, path in (("big", big_path), ("small", small_path)):
+                for loss in (False, True):
+                    counted[f"{size} {'loss' if loss else 'plain'}"] = instructions(path, loss) - base
     load_after = os.getloadavg()
     print(f"load average (1 min) {load[0]:.2f} before, {load_after[0]:.2f} after, on {os.cpu_count()} cores")
     print(f"compare of {len(POLICIES)} policies, {args.turns} turns (best of {args.repeat}):")
@@ -141,6 +201,20 @@ def main() -> None:
           f"ratio {big['loss cpu'] / big['plain cpu']:.3f}; one per core {big['plain_par cpu']:.3f} s / "
           f"{big['loss_par cpu']:.3f} s, ratio {big['loss_par cpu'] / big['plain_par cpu']:.3f}")
     print(f"  identifier index alone (extraction, once per trace): {big['index']:.3f} s")
+    direct = sorted(inside, key=lambda m: m["wall"] / (m["wall"] - m["index"] - m["meter"]))[1]  # the median
+    print(f"  timed from inside one metered compare (one process; the median of 3): the index {direct['index']:.3f} s "
+          f"and the meter's calls {direct['meter']:.3f} s of {direct['wall']:.3f} s, ratio "
+          f"{direct['wall'] / (direct['wall'] - direct['index'] - direct['meter']):.3f} to the compare without them "
+          "(what they cost directly, measured in one run: a drift of the machine's speed moves both sides alike; "
+          "not what they cost the rest by the caches they take)")
+    if counted:
+        ratio = counted["big loss"] / counted["big plain"]
+        growth = (counted["big loss"] - counted["big plain"]) / (counted["small loss"] - counted["small plain"])
+        print(f"  machine instructions (valgrind), one process: plain {counted['big plain'] / 1e9:.2f} G, "
+              f"loss-metered {counted['big loss'] / 1e9:.2f} G, ratio {ratio:.3f} (target <= 1.30); the metering's "
+              f"own, {args.turns} / {args.small} turns: {growth:.2f} (linear = {args.turns / args.small:.1f})")
+    elif args.instructions:
+        print("  --instructions needs valgrind, which is not on this machine")
     added_big = big["loss"] - big["plain"]
     added_small = small["loss"] - small["plain"]
     print(f"loss metering's own time (one process): {args.turns} turns {added_big:.3f} s, {args.small} turns "

@@ -28,13 +28,14 @@ import gc
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _valgrind import available, instructions_of
 
 # Every registered policy at its defaults (but the oracle, a bound that reads the future, and the
 # pipeline, whose stages are given below) and three pipelines a compare runs.
@@ -99,11 +100,7 @@ def instructions(tree: Path, path: str, spec: str, reps: int) -> int:
     """Machine instructions of one replay of `spec` in `tree`: (warm + reps) - (warm alone), over reps."""
     def count(n: int) -> int:
         env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0")
-        done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-                               sys.executable, __file__, "--warm-then", path, spec, str(n)],
-                              env=env, capture_output=True, text=True, cwd=tree, check=True)
-        refs = [line for line in done.stderr.splitlines() if "I   refs:" in line or "I refs:" in line]
-        return int(refs[-1].rsplit(":", 1)[1].replace(",", "").strip())
+        return instructions_of([sys.executable, __file__, "--warm-then", path, spec, str(n)], env, str(tree))
     return (count(reps) - count(0)) // reps
 
 
@@ -117,7 +114,7 @@ def print_head(args: argparse.Namespace, path: str, what: str) -> None:
 
 
 def instruction_table(args: argparse.Namespace, path: str, specs: list[str]) -> None:
-    if shutil.which("valgrind") is None:
+    if not available():
         print("--instructions needs valgrind, which is not on this machine")
         return
     trees = [TREE] + ([args.against.resolve()] if args.against else [])
