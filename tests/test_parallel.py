@@ -325,3 +325,26 @@ def test_a_loss_metered_compare_on_workers_builds_its_index_aside_with_the_same_
     assert asides == [2]
     assert any(run.loss.recall_misses for run in shared.runs)  # type: ignore[union-attr]
     assert shared.dumps() == alone.dumps()
+
+
+def _slow() -> int:
+    time.sleep(0.6)
+    return 7
+
+
+@needs_fork
+def test_work_aside_holds_a_process_of_the_cap_while_it_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-j N` keeps to N processes at work: what is shared out beside an aside's work takes one process fewer."""
+    from ctxsim._support import parallel
+    from ctxsim._support.parallel import aside, at_most, plan_share
+
+    monkeypatch.setattr(parallel, "available_cores", lambda: 4)
+    assert plan_share(8) == 4
+    with at_most(2):
+        result = aside(_slow, 2)
+        assert plan_share(8) == 1  # this process and the aside one: the cap of 2
+        assert result() == 7
+        assert plan_share(8) == 2  # the aside one ended: its process is free again
+    result = aside(_slow, 4)
+    assert plan_share(8) == 3
+    assert result() == 7 and plan_share(8) == 4

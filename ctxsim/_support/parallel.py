@@ -68,12 +68,23 @@ def at_most(jobs: int | None) -> Iterator[None]:
         _cap = outer
 
 
+_asides: list[Any] = []  # processes `aside` started, while they run: each takes a core and a share of the cap
+
+
+def _busy() -> int:
+    """How many processes `aside` started are still at work (those that ended are forgotten)."""
+    _asides[:] = [process for process in _asides if process.is_alive()]
+    return len(_asides)
+
+
 def plan_share(tasks: int) -> int:
     """How many processes share out `tasks` pieces of work already worth it: one per core, within
-    the cap `at_most` set, never more than the pieces."""
+    the cap `at_most` set, never more than the pieces; a process `aside` started and still at work
+    takes one of the cores and of the cap (this one is always counted)."""
     if tasks <= 1 or not can_fork():
         return 1
-    return max(1, min(available_cores(), tasks, _cap if _cap is not None else tasks))
+    limit = min(available_cores(), _cap if _cap is not None else tasks) - (_busy() if _asides else 0)
+    return max(1, min(limit, tasks))
 
 
 def plan_jobs(jobs: int | None, tasks: int, work_requests: int) -> int:
@@ -209,6 +220,8 @@ def aside(work: Callable[[], T], jobs: int) -> Callable[[], T]:
 
     For work whose result is needed only later, while this process has other work to do first (loss
     metering's identifier index, built while the trace's texts are counted): only the result travels.
+    While it runs it holds one of the processes `at_most` allows and one core: work shared out meanwhile
+    (`plan_share`) takes one process fewer, so `-j N` keeps to N processes at work.
     """
     if jobs <= 1 or plan_share(2) < 2:
         return work
@@ -223,6 +236,7 @@ def aside(work: Callable[[], T], jobs: int) -> Callable[[], T]:
     except OSError:  # no process to be had: done here, when asked for
         channel.close()
         return work
+    _asides.append(process)  # a core and a share of the cap taken until it ends (plan_share)
 
     def result() -> T:
         try:
