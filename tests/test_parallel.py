@@ -334,17 +334,20 @@ def _slow() -> int:
 
 @needs_fork
 def test_work_aside_holds_a_process_of_the_cap_while_it_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`-j N` keeps to N processes at work: what is shared out beside an aside's work takes one process fewer."""
+    """`-j N` keeps to N processes at work: what is shared out under a cap beside an aside's work takes one
+    process fewer."""
     from ctxsim._support import parallel
     from ctxsim._support.parallel import aside, at_most, plan_share
 
     monkeypatch.setattr(parallel, "available_cores", lambda: 4)
     assert plan_share(8) == 4
-    with at_most(2):
-        result = aside(_slow, 2)
-        assert plan_share(8) == 1  # this process and the aside one: the cap of 2
+    with at_most(3):
+        result = aside(_slow, 3)
+        assert plan_share(8) == 2  # this process, one more and the aside one: the cap of 3
+        with at_most(2):
+            assert plan_share(8) == 1
         assert result() == 7
-        assert plan_share(8) == 2  # the aside one ended: its process is free again
+        assert plan_share(8) == 3  # the aside one ended: its process is free again
     result = aside(_slow, 4)
-    assert plan_share(8) == 3
-    assert result() == 7 and plan_share(8) == 4
+    assert plan_share(8) == 4  # no cap: one per core, the aside one beside them for the while
+    assert result() == 7

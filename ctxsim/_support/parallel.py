@@ -68,7 +68,7 @@ def at_most(jobs: int | None) -> Iterator[None]:
         _cap = outer
 
 
-_asides: list[Any] = []  # processes `aside` started, while they run: each takes a core and a share of the cap
+_asides: list[Any] = []  # processes `aside` started, while they run: each takes one of the cap's processes
 
 
 def _busy() -> int:
@@ -80,10 +80,12 @@ def _busy() -> int:
 def plan_share(tasks: int) -> int:
     """How many processes share out `tasks` pieces of work already worth it: one per core, within
     the cap `at_most` set, never more than the pieces; a process `aside` started and still at work
-    takes one of the cores and of the cap (this one is always counted)."""
+    takes one of the cap's (this one is always counted)."""
     if tasks <= 1 or not can_fork():
         return 1
-    limit = min(available_cores(), _cap if _cap is not None else tasks) - (_busy() if _asides else 0)
+    limit = available_cores()
+    if _cap is not None:
+        limit = min(limit, _cap - (_busy() if _asides else 0))
     return max(1, min(limit, tasks))
 
 
@@ -220,8 +222,9 @@ def aside(work: Callable[[], T], jobs: int) -> Callable[[], T]:
 
     For work whose result is needed only later, while this process has other work to do first (loss
     metering's identifier index, built while the trace's texts are counted): only the result travels.
-    While it runs it holds one of the processes `at_most` allows and one core: work shared out meanwhile
-    (`plan_share`) takes one process fewer, so `-j N` keeps to N processes at work.
+    While it runs it holds one of the processes `at_most` allows: under a cap, work shared out meanwhile
+    (`plan_share`) takes one process fewer, so `-j N` keeps to N processes at work. With no cap (one per
+    core), it runs beside them: one process more than the cores for the while.
     """
     if jobs <= 1 or plan_share(2) < 2:
         return work
@@ -236,7 +239,7 @@ def aside(work: Callable[[], T], jobs: int) -> Callable[[], T]:
     except OSError:  # no process to be had: done here, when asked for
         channel.close()
         return work
-    _asides.append(process)  # a core and a share of the cap taken until it ends (plan_share)
+    _asides.append(process)  # one of the cap's processes taken until it ends (plan_share)
 
     def result() -> T:
         try:
