@@ -582,10 +582,7 @@ def resolve_edit(history: History, edit: object, policy: str) -> Spliced:
                 if not old.alive or at >= n or items[at] is not old:
                     raise _absent(policy, old)
                 add(_splice((at, at + 1, (new,))))
-            elif len(named) == 2 and 0 <= (at := named[0].pos) < n - 1 and items[at] is named[0] \
-                    and items[at + 1] is named[1]:  # a message and its one result, in place (tiered's summaries)
-                add(_splice((at, at + 2, (new,))))
-            else:
+            else:  # a message and its results in place (tiered's summaries): one run, `_runs`' fast path
                 put: tuple[Item, ...] = (new,)
                 for s, e in _runs(items, named, policy):
                     add(_splice((s, e, put)))

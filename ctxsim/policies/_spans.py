@@ -9,7 +9,7 @@ items its edits name (`picked`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Literal, Protocol
 
 from ctxsim.history import Item
@@ -57,14 +57,25 @@ def unit_head(view: Items, index: int) -> int:
     return index
 
 
-def unit_members(view: Items, head: int) -> list[int]:
-    """The positions of the unit whose head is at `head`, in order."""
-    out = [head]
+def unit_positions(view: Items, head: int) -> Iterator[int]:
+    """The positions of the unit whose head is at `head`: the head, then its calls' live results after it
+    (in the calls' order, not the positions')."""
+    yield head
     for call in view.items[head].message.tool_calls:
         result = view.result_of(call.id)
         if result is not None and result.alive and result.pos > head:
-            out.append(result.pos)
-    return sorted(out)
+            yield result.pos
+
+
+def unit_members(view: Items, head: int) -> list[int]:
+    """The positions of the unit whose head is at `head`, in order."""
+    return sorted(unit_positions(view, head))
+
+
+def unit_holds_pinned(view: Items, head: int) -> bool:
+    """Whether the unit whose head is at `head` holds a pinned message (its members neither listed nor sorted)."""
+    items = view.items
+    return any(items[at].pinned for at in unit_positions(view, head))
 
 
 def protected_units(view: Items, head: Sequence[int]) -> set[int]:

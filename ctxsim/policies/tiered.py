@@ -53,7 +53,7 @@ from ctxsim.model import Message
 from ctxsim.model import written as new_message
 from ctxsim.params import field_doc
 from ctxsim.policies import PolicyInfo, register
-from ctxsim.policies._spans import picked, unit_head
+from ctxsim.policies._spans import picked, unit_head, unit_holds_pinned
 from ctxsim.policies.base import NO_TAGS, Change, Drop, Edit, Insert, Item, Replace, Summarize, View
 from ctxsim.policies.truncate import LineCaps
 
@@ -142,7 +142,7 @@ class Entry(NamedTuple):
 
 
 _summary = partial(tuple.__new__, Summarize)  # Summarize((items, message, call, tokens, tags, origin))
-_entry = partial(tuple.__new__, Entry)  # Entry((index, item, same)) without the NamedTuple's own __new__
+_entry = partial(tuple.__new__, Entry)  # Entry((at, item, same)) without the NamedTuple's own __new__
 _entry_tokens = attrgetter("item.tokens")
 
 
@@ -309,7 +309,7 @@ def changes_of(view: View, spans: Sequence[tuple[int, int, tuple[Written, ...]]]
             drop.extend(range(cursor, source))
             item = items[source]
             if w.kind == "cut":  # a fresh copy: not a stub, no tags
-                out.append(Replace(item, w.message, w.tokens, tags=frozenset(), cleared=False))
+                out.append(Replace(item, w.message, w.tokens, tags=NO_TAGS, cleared=False))
                 cursor = source + 1
             else:  # the summary of an assistant message, and what goes after it (the marker, if next, takes that)
                 stop = upto[k] if k == last or written[k + 1].source is not None else source + 1
@@ -346,22 +346,8 @@ class _Units:
         h = self.head(index)
         safe = self._safe.get(h)
         if safe is None:
-            safe = self._safe[h] = _holds_pinned(self.view, h)
+            safe = self._safe[h] = unit_holds_pinned(self.view, h)
         return safe
-
-
-def _holds_pinned(view: View, head: int) -> bool:
-    """Whether the unit headed at `head` holds a pinned message: any of `_spans.unit_members(view, head)`
-    pinned, without making and sorting the list of its members."""
-    item = view.items[head]
-    if item.pinned:
-        return True
-    result_of = view.result_of
-    for call in item.message.tool_calls:
-        result = result_of(call.id)
-        if result is not None and result.pinned and result.alive and result.pos > head:
-            return True
-    return False
 
 
 class TieredPolicy:
