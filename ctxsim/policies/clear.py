@@ -87,8 +87,6 @@ def short_args(call: ToolCall | None) -> str:
     return call.arguments_json[:200]
 
 
-
-
 class Stub(NamedTuple):
     """The stub of one tool result: its message and size."""
 
@@ -216,7 +214,7 @@ class ClearPolicy:
             for holder, message in without_inputs(view, stale):
                 tokens = view.size(message)
                 freed += holder.tokens - tokens
-                changes.append(Replace(holder, message, tokens, tags=frozenset()))
+                changes.append(Replace(holder, message, tokens, tags=NO_TAGS))
         if freed < p.clear_at_least or freed <= 0:
             return ()
         if p.trigger_type == "tool_uses":  # only that trigger counts the stubs in place (observe finds them)
@@ -243,9 +241,9 @@ class ClearReference:
         candidates = [it for it in results
                       if not it.cleared and not it.pinned and it.message.name not in p.exclude_tools]
         stale = candidates[: len(candidates) - p.keep] if p.keep else candidates
-        changes = [Replace(item, stub_of(p, view, item).message, tags=frozenset()) for item in stale]
+        changes = [Replace(item, stub_of(p, view, item).message, tags=NO_TAGS) for item in stale]
         if p.clear_tool_inputs:
-            changes += [Replace(holder, message, tags=frozenset()) for holder, message in without_inputs(view, stale)]
+            changes += [Replace(holder, message, tags=NO_TAGS) for holder, message in without_inputs(view, stale)]
         freed = sum(c.item.tokens - view.size(c.message) for c in changes)
         if not stale or freed < p.clear_at_least or freed <= 0:
             return ()

@@ -19,7 +19,7 @@ from operator import attrgetter
 
 from ctxsim.params import field_doc
 from ctxsim.policies import PolicyInfo, register
-from ctxsim.policies.base import Edit, Item, Replace, View
+from ctxsim.policies.base import NO_TAGS, Edit, Item, Replace, View
 from ctxsim.policies.truncate import line_count
 
 DEFAULT_PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
@@ -150,7 +150,7 @@ class MaskPolicy:
             text = placeholder(p, item)
             if text == m.content:
                 continue
-            masks.append(Replace(item, m.with_content(text), tags=frozenset()))
+            masks.append(Replace(item, m.with_content(text), tags=NO_TAGS))
         if not masks:
             return ()
         return (Edit("mask", tuple(masks), f"masked {len(masks)} tool outputs older than {p.keep} turns"),)
@@ -190,7 +190,7 @@ class MaskReference:
                 continue
             text = placeholder(p, item)
             if text != m.content:
-                masks.append(Replace(item, m.with_content(text), tags=frozenset()))
+                masks.append(Replace(item, m.with_content(text), tags=NO_TAGS))
         if not masks:
             return ()
         return (Edit("mask", tuple(masks), f"masked {len(masks)} tool outputs older than {p.keep} turns"),)

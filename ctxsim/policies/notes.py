@@ -29,7 +29,7 @@ from typing import Any
 from ctxsim.model import Message
 from ctxsim.params import field_doc
 from ctxsim.policies import PolicyInfo, register
-from ctxsim.policies.base import Edit, Replace, Rewrite, View, shared_of
+from ctxsim.policies.base import NO_TAGS, Edit, Replace, Rewrite, View, shared_of
 
 
 class NotesBook:
@@ -166,7 +166,7 @@ class NotesPolicy:
             if item.message.role == "assistant":
                 break  # older results were seen at earlier requests
             if item.message.role == "tool" and item.message.name in self.params.read_tools and not item.pinned:
-                pins.append(Replace(item, item.message, tokens=item.tokens, tags=frozenset(), cleared=False,
+                pins.append(Replace(item, item.message, tokens=item.tokens, tags=NO_TAGS, cleared=False,
                                     pinned=True))
         if not pins:
             return ()

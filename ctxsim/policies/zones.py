@@ -41,7 +41,7 @@ from ctxsim.model import Message
 from ctxsim.params import field_doc
 from ctxsim.policies import PolicyInfo, register
 from ctxsim.policies._spans import Items, close_drop, picked, units
-from ctxsim.policies.base import Change, Drop, Edit, Replace, SideCall, Summarize, View
+from ctxsim.policies.base import NO_TAGS, Change, Drop, Edit, Replace, SideCall, Summarize, View
 from ctxsim.policies.truncate import first_line
 from ctxsim.tokens.bpe import SPLIT_PATTERNS
 
@@ -350,7 +350,7 @@ class ZonesPolicy:
         for i in chunks[: max(len(chunks) - keep, 0)]:
             item = items[i]
             text = MEMORY_STUB.format(tool=item.message.name, tokens=item.tokens)
-            out.append(Replace(item, item.message.with_content(text), tags=frozenset()))
+            out.append(Replace(item, item.message.with_content(text), tags=NO_TAGS))
         return out
 
     def _yellow(self, view: View) -> Sequence[Edit]:
