@@ -98,21 +98,18 @@ def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Opt
     requests = sum(s.requests for s in trace.sessions)
     runs = len(choices) * max(1, len(providers))  # as many as `_tasks` makes
     jobs = plan_jobs(options.jobs, runs, requests * runs)
-    index_of: Callable[[], Any] | None = None
-    if options.loss or options.probes is not None:  # the identifiers of every message: once, before the runs
+    metered = options.loss or options.probes is not None  # the identifiers of every message: once, before the runs
+    built: Callable[[], list[tuple[Any, ...]]] | None = None
+    if metered:
         from ctxsim.loss import TraceIndex
-
-        sessions = trace.sessions
-        if jobs > 1:  # on several processes: built in one of them while this one counts the trace's tokens (`_tasks`)
-            built = aside(lambda: TraceIndex().built(sessions), jobs)
-            index_of = lambda: TraceIndex().adopt(sessions, built())  # noqa: E731
-        else:
-            index_of = lambda: TraceIndex().prime(sessions)  # noqa: E731
-    tasks = _tasks(trace, choices, options, providers)
-    index = index_of() if index_of is not None else None
-    if index is not None:
         from ctxsim.policies.oracle import share
 
+        if jobs > 1:  # on several processes: built in one of them while this one counts the tokens (`_tasks`)
+            built = aside(lambda: TraceIndex().built(trace.sessions), jobs)
+    tasks = _tasks(trace, choices, options, providers)
+    index = None
+    if metered:
+        index = TraceIndex().adopt(trace.sessions, built()) if built is not None else TraceIndex().prime(trace.sessions)
         share(index)  # an oracle (a run, or a stage of one) reads the same index, not one of its own
 
     def task(i: int) -> tuple[PolicyRun, list[str]]:

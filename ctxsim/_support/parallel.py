@@ -85,7 +85,7 @@ def plan_share(tasks: int) -> int:
         return 1
     limit = available_cores()
     if _cap is not None:
-        limit = min(limit, _cap - (_busy() if _asides else 0))
+        limit = min(limit, _cap - _busy())
     return max(1, min(limit, tasks))
 
 

@@ -402,8 +402,9 @@ class LossMeter:
                 # x is missed when no live item holds it: base + put[x] - taken[x] <= 0 (worked out in C; seldom true;
                 # taken[x] >= base first, which it needs, and which most often fails)
                 xs, bases, origins = check
-                if any(map(ge, map(taken.get, xs, repeat(0)), bases)) and any(map(ge, lost := list(
-                        map(sub, map(taken.get, xs, repeat(0)), map(self.put.get, xs, repeat(0)))), bases)):
+                took = list(map(taken.get, xs, repeat(0)))
+                if any(map(ge, took, bases)) and any(map(ge, lost := list(
+                        map(sub, took, map(self.put.get, xs, repeat(0)))), bases)):
                     found = [(x, o) for x, base, o, n in zip(xs, bases, origins, lost, strict=True) if n >= base]
                     if 1 < len(found) <= 256:  # `conftest.py` in `tests/conftest.py` from the same message: one miss
                         found = [(x, o) for x, o in found
