@@ -46,12 +46,22 @@ from ctxsim.policies.spec import resolve
 from ctxsim.tokens import get_tokenizer
 
 
+def one_argv(path: Path, loss: bool, jobs: int | None, *flags: str) -> list[str]:
+    """The command that runs one compare in a fresh process (`--one`, `one`)."""
+    return [sys.executable, __file__, "--one", str(path), str(int(loss)), str(jobs or 0), *flags]
+
+
+def fresh(path: Path, loss: bool, jobs: int | None, *flags: str) -> dict[str, float]:
+    """What `one` measured of a compare in a fresh process."""
+    done = subprocess.run(one_argv(path, loss, jobs, *flags), check=True, capture_output=True, text=True)
+    measured: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return measured
+
+
 def compare_once(path: Path, loss: bool, jobs: int | None) -> tuple[float, float]:
     """(wall seconds, CPU seconds of the process and of the workers it waited for) of one compare, in a fresh
-    process (`--one`)."""
-    done = subprocess.run([sys.executable, __file__, "--one", str(path), str(int(loss)), str(jobs or 0)],
-                          check=True, capture_output=True, text=True)
-    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    process."""
+    measured = fresh(path, loss, jobs)
     return measured["wall"], measured["cpu"]
 
 
@@ -96,19 +106,11 @@ def _attributed() -> dict[str, float]:
     return spent
 
 
-def attributed_once(path: Path) -> dict[str, float]:
-    """A metered compare on one process with its index and meter timed from inside (`_attributed`), fresh process."""
-    done = subprocess.run([sys.executable, __file__, "--one", str(path), "1", "1", "--attribute"],
-                          check=True, capture_output=True, text=True)
-    measured: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return measured
-
-
 def instructions(path: Path, loss: bool | None) -> int:
     """Machine instructions of a compare on one process in a fresh process (None: the tiny compare alone, the
     baseline to subtract), under valgrind."""
-    argv = [sys.executable, __file__, "--one", str(path), str(int(bool(loss))), "1"]
-    return instructions_of(argv + (["--tiny-only"] if loss is None else []), dict(os.environ, PYTHONHASHSEED="0"))
+    flags = ("--tiny-only",) if loss is None else ()
+    return instructions_of(one_argv(path, bool(loss), 1, *flags), dict(os.environ, PYTHONHASHSEED="0"))
 
 
 def _timed(path: Path, loss: bool, jobs: int | None) -> tuple[float, float]:
@@ -182,7 +184,7 @@ def main() -> None:
         big = measure(big_path, args.repeat, True)
         big_pairs = dict(PAIRS)
         small = measure(small_path, args.repeat, False)
-        inside = [attributed_once(big_path) for _ in range(3)]
+        inside = [fresh(big_path, True, 1, "--attribute") for _ in range(3)]  # `_attributed`
         counted: dict[str, int] = {}
         if args.instructions and available():
             base = instructions(big_path, None)
