@@ -453,9 +453,9 @@ class Calibration:
     system_layer_tokens: dict[str, int] = field(default_factory=dict)
     context_tokens: dict[str, int] = field(default_factory=dict)  # of each such prefix, what lies past the layer
     # per session part, the requests whose recorded cache read the cache model cannot produce: request number
-    # -> (ceiling, floor, fresh), replayed as the provider's facts for every policy (analysis/cache_anchor,
-    # caching/recorded)
-    cache_facts: dict[str, dict[int, tuple[int | None, int | None, int | None]]] = field(default_factory=dict)
+    # -> (ceiling, floor, fresh, the model's read at a ceiling), replayed as the provider's facts for every
+    # policy (analysis/cache_anchor, caching/recorded, caching/transfer)
+    cache_facts: dict[str, dict[int, tuple[int | None, ...]]] = field(default_factory=dict)
     cache_facts_moved: dict[str, int] = field(default_factory=dict)  # tokens they moved: read down, up; unwritten
     file_weight: float = 1.0  # the prior's: file-content tokens against the rest (counting.py), not fitted
 
