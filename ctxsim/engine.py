@@ -281,6 +281,8 @@ class Replayer:
         self.trace = trace
         self.sizer = sizer
         self.setup = setup or Setup()
+        # no TTL chosen (--cache-ttl, ttl= in --cache): each session's own, as its recorded writes show it
+        self._ttl_free = not self.setup.cache_ttl and "ttl=" not in (self.setup.cache or "")
         self.resolved, self.pricer = resolve(trace, self.setup)
         self.pricers = Pricers(self.pricer, self.setup, trace_model(trace)[0])
         self._session_pricers = [self.pricers.session(s) for s in trace.sessions] if record else []
@@ -369,6 +371,10 @@ class Replayer:
         history = History(base, sizer.message, blocks)
         spec = self.resolved.cache
         own = own or self.pricer
+        if spec.name == "anthropic" and self._ttl_free:  # the TTL the product asked for, as its log shows
+            from ctxsim.caching.anthropic import session_spec
+
+            spec = session_spec(spec, session)
         cache = spec.build(own.model_id)  # the session's own model's cache rules (minimum cacheable prefix)
         warm_start = session.extra.get("warm_start_tokens")  # a prefix cached before its log began (calibrate)
         if isinstance(warm_start, int) and warm_start > 0:

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from bisect import bisect_right, insort
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from ctxsim.caching import NOTHING, CacheInfo, CacheResult, model_rules, register
+from ctxsim.caching import NOTHING, CacheInfo, CacheResult, CacheSpec, model_rules, register
 from ctxsim.errors import ParameterError
 from ctxsim.history import History
+from ctxsim.model import Session
 from ctxsim.params import field_doc
 
 POSITIONS = ("system", "last", "previous", "middle")
@@ -154,6 +155,35 @@ class AnthropicCache:
         read = prefix(found) if found >= 0 else 0
         written = last_tokens - read if last > found else 0
         return CacheResult(read, 0, written) if self._hour else CacheResult(read, written, 0)
+
+
+def recorded_ttl(session: Session) -> Literal["5m", "1h"] | None:
+    """The TTL the product asked for, as the session's recorded writes show it: "1h" where most of the tokens it
+    wrote were billed as 1-hour writes, "5m" where most were 5-minute ones, None where it recorded no write.
+
+    The TTL is the client's choice (`cache_control.ttl`), not the provider's: Claude Code writes every entry with
+    a 1-hour TTL for some accounts and a 5-minute one for others, and a replay that writes 5-minute entries
+    bills the writes at 1.25x where the provider billed 2x (a Claude Code session of 1-hour writes came out
+    11 % too cheap), and expires entries the product kept. The product would have asked for the same TTL for a
+    policy's prompts, so the session's TTL is used for every policy (prompt-caching docs: "1-hour cache
+    duration"; usage.cache_creation.ephemeral_1h_input_tokens)."""
+    five = hour = 0
+    for message in session.messages:
+        usage = message.usage
+        if usage is not None:
+            five += usage.cache_write_tokens
+            hour += usage.cache_write_1h_tokens
+    if not five and not hour:
+        return None
+    return "1h" if hour > five else "5m"
+
+
+def session_spec(spec: CacheSpec, session: Session) -> CacheSpec:
+    """`spec` (an `anthropic` cache model whose TTL nobody chose) with the TTL the session's log shows."""
+    ttl = recorded_ttl(session)
+    if ttl is None or ttl == spec.params.ttl:
+        return spec
+    return CacheSpec(spec.info, replace(spec.params, ttl=ttl))
 
 
 def _factory(params: AnthropicParams, model: str | None) -> AnthropicCache:
