@@ -2,11 +2,16 @@
 
 - the TTL a product asked for is read from the session's recorded writes (1-hour writes bill 2x, not 1.25x,
   and keep entries an hour); a TTL chosen on the command line wins;
+- thinking at a new user message: the models that keep earlier turns' thinking (Opus 4.5+, Sonnet 4.6+,
+  and newer families, by family and version, whatever the id's spelling) read the whole conversation
+  there; the older ones strip it and read only what lies before the first stripped turn.
 """
 
 from __future__ import annotations
 
-from ctxsim.caching.anthropic import recorded_ttl
+import pytest
+
+from ctxsim.caching.anthropic import claude_family, keeps_thinking, recorded_ttl
 from ctxsim.engine import Replayer, Setup
 from ctxsim.model import Message, Session, Trace, Usage, format_ts
 from ctxsim.policies import parse_policy
@@ -72,3 +77,54 @@ def test_one_hour_writes_bill_twice_the_input_price():
     # 6,100 written, 10,600 read, 300 out
     assert abs(cost(False) - (6_100 * 3.75 + 10_600 * 0.30 + 300 * 15) / 1e6) < 1e-9
     assert abs(cost(True) - (6_100 * 6.00 + 10_600 * 0.30 + 300 * 15) / 1e6) < 1e-9
+
+
+@pytest.mark.parametrize(("model", "family", "keeps"), [
+    ("claude-sonnet-4-5-20250929", ("sonnet", (4, 5)), False),
+    ("claude-haiku-4-5-20251001", ("haiku", (4, 5)), False),  # "all Haiku models"
+    ("claude-opus-4-1-20250805", ("opus", (4, 1)), False),
+    ("claude-opus-4-20250514", ("opus", (4, 0)), False),  # the date is not a minor version
+    ("claude-3-7-sonnet-latest", ("sonnet", (3, 7)), False),
+    ("claude-opus-4-5-20251101", ("opus", (4, 5)), True),
+    ("claude-sonnet-4-6", ("sonnet", (4, 6)), True),
+    ("claude-opus-4-8", ("opus", (4, 8)), True),  # newer than any list: its family's rule
+    ("claude-sonnet-5", ("sonnet", (5, 0)), True),
+    ("claude-fable-5-1", ("fable", (5, 1)), True),
+    ("anthropic/claude-sonnet-4.6", ("sonnet", (4, 6)), True),  # a router's spelling
+    ("us.anthropic.claude-opus-4-6-v1:0", ("opus", (4, 6)), True),  # Bedrock's
+    ("claude-opus-4-6@20260205", ("opus", (4, 6)), True),  # Vertex's
+    ("claude-sonnet-4-6[1m]", ("sonnet", (4, 6)), True),  # Claude Code's 1M-context alias
+])
+def test_which_models_keep_earlier_thinking(model, family, keeps):
+    assert claude_family(model) == family
+    assert keeps_thinking(model) is keeps
+
+
+def _thinking_session(model: str) -> Session:
+    """System 2,000; turn 1: user 1,000, a tool call with 300 tokens of thinking, its result 400, an answer 50;
+    turn 2: user 100 and its answer. Sizes by hand (content-free `extra_tokens`); the thinking text is counted
+    by chars4 (1,200 characters: 300 tokens)."""
+    t = T0
+    msgs = [Message("user", "", ts=format_ts(t), extra_tokens=1_000),
+            Message("assistant", "", ts=format_ts(t + 5), thinking="abcd" * 300, extra_tokens=20),
+            Message("tool", "", ts=format_ts(t + 6), extra_tokens=400),
+            Message("assistant", "", ts=format_ts(t + 10), extra_tokens=50),
+            Message("user", "", ts=format_ts(t + 30), extra_tokens=100),
+            Message("assistant", "", ts=format_ts(t + 35), extra_tokens=50)]
+    return Session(id="s", model=model, provider="anthropic", system_tokens=2_000, tools_tokens=0,
+                   messages=tuple(msgs))
+
+
+def test_a_user_turn_reads_the_conversation_where_the_model_keeps_thinking():
+    def reads(model: str) -> list[tuple[int, int, int]]:
+        return _rows(_thinking_session(model), Setup(provider_rules=True))
+
+    # request 1: 3,000 written; request 2: reads it, writes the thinking turn (320) and the result (400);
+    # request 3 (the user turn): the whole 3,720 + 50 read back where the thinking stays ...
+    kept = reads("claude-opus-4-8")
+    assert kept == [(0, 3_000, 0), (3_000, 720, 0), (3_720, 150, 0)]
+    # ... and where it is stripped (its 300 tokens and the message's 20 hidden ones go: the rule drops the
+    # hidden reasoning tokens too), the prompt differs from the first stripped message on: only the prefix
+    # before it (system + the first user message: 3,000) is read, the rest (400 + 50 + 100) written again
+    stripped = reads("claude-sonnet-4-5")
+    assert stripped == [(0, 3_000, 0), (3_000, 720, 0), (3_000, 550, 0)]

@@ -102,7 +102,8 @@ GROWTH_SHARE = 0.02
 GROWTH = "unexplained growth"
 
 # Anthropic models that keep the thinking of earlier turns (extended-thinking docs; the clear_thinking
-# policy cites the same list); older ones strip it from the prompt.
+# policy cites the same list); older ones strip it from the prompt. The rule itself decides by family and
+# version (caching.anthropic.keeps_thinking, caching/data.toml): these are examples of it, kept for callers.
 KEEPS_THINKING = ("claude-opus-4-5", "claude-opus-4-6", "claude-opus-4-7", "claude-sonnet-4-6", "claude-sonnet-4-7")
 TAG = "provider_dropped_reasoning"
 
@@ -229,7 +230,9 @@ class ProviderReasoningRule:
 
 
 def _strips_thinking(model: str) -> bool:
-    return not model.lower().startswith(KEEPS_THINKING)
+    from ctxsim.caching.anthropic import keeps_thinking  # by family and version (caching/data.toml)
+
+    return not keeps_thinking(model)
 
 
 def _anchor(message: Message) -> int:
