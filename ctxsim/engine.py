@@ -18,6 +18,7 @@ from operator import is_
 from typing import Any, NamedTuple
 
 from ctxsim.caching import CacheModel, CacheResult, CacheSpec, WarmStart, cache_spec
+from ctxsim.caching.best_effort import BestEffort, served_share
 from ctxsim.caching.none import unpriced_cache
 from ctxsim.caching.recorded import FACTS_KEY, RecordedFacts
 from ctxsim.caching.transfer import cost_range
@@ -379,8 +380,12 @@ class Replayer:
         warm_start = session.extra.get("warm_start_tokens")  # a prefix cached before its log began (calibrate)
         if isinstance(warm_start, int) and warm_start > 0:
             cache = WarmStart(cache, warm_start)
+        ranged: RecordedFacts | BestEffort | None = None  # its other possible answers: the run's cost range
+        share = served_share(self.resolved.provider, own.model_id)  # a provider that promises no hit
+        if share is not None:
+            cache = ranged = BestEffort(cache, share)
+            state.ranged = True
         facts = session.extra.get(FACTS_KEY)  # recorded ceilings and floors of the cache (calibrate; caching/recorded)
-        ranged: RecordedFacts | None = None  # its answers under the other transfer rule: the run's cost range
         if facts:
             cache = ranged = RecordedFacts(cache, facts)
             state.ranged = True
@@ -457,9 +462,10 @@ class Replayer:
             pricer = own if message.model is None else request_pricer(session, own, message)
             rows.append(self._row(number, session, index, message, history, cache, request_ts,
                                   prompt, output, shared, rewrite, window, pricer))
-            if ranged is not None and ranged.pending is not None:  # the other end of the cost range (transfer)
-                state.range_deltas.append(pricer.cost(Bill(prompt, *ranged.pending, output), request_ts)
-                                          - rows[-1].cost_usd)
+            if ranged is not None and ranged.pending:  # the other ends of the cost range (caching.transfer)
+                for other in ranged.pending:
+                    state.range_deltas.append(pricer.cost(Bill(prompt, *other, output), request_ts)
+                                              - rows[-1].cost_usd)
             for limit, kind, label in limits:
                 if prompt > limit and limit not in crossed:
                     crossed.add(limit)
