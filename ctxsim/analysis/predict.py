@@ -266,3 +266,29 @@ def prediction_table(blocks: dict[str, Any]) -> Any:
     if p is not None:
         head.append(f"predicted (fit on first {p['fit_on']:.0%})")
     return TableData("fidelity: anchored and predicted", head, rows, left=1)
+
+
+def manifest_entry(trace: Trace, tokenizer: str, reports: Any = None, fit_on: float = DEFAULT_FIT_ON
+                   ) -> dict[str, Any] | None:
+    """run.json's `calibration.predicted` (replay, compare): the predicted score of `none` on the trace as read
+    (before the calibration is applied), with what it fitted on; None when no session has a request to score."""
+    if not any(split(trace, fit_on)[1].values()):
+        return None
+    p = predict(trace, tokenizer, fit_on, reports=reports)
+    return {**score_block(p.checks, p.fit_requests, p.cost_range_usd), "fit_on": fit_on,
+            "facts": facts_block(p.validation.calibration),
+            "growth_model": p.growth_model.to_json() if p.growth_model is not None else None}
+
+
+def predicted_line(manifest: dict[str, Any]) -> str | None:
+    """The line said beside `none` against the bill (replay, compare): its predicted error; None without one."""
+    entry = manifest.get("calibration")
+    block = entry.get("predicted") if isinstance(entry, dict) else None
+    if not isinstance(block, dict):
+        return None
+    error = block.get("cost_error")
+    cost = "-" if error is None else f"{error * 100:+.2f}%"
+    return (f"none predicted (fitted on the first {block['fit_on']:.0%} of each session, no recorded cache fact; "
+            f"scored on the other {block['scored_requests']:,} requests): cost {cost}, prompt error median "
+            f"{block['prompt_error_median'] * 100:.2f}%, p90 {block['prompt_error_p90'] * 100:.2f}%, hit rate "
+            f"{block['hit_rate_simulated'] * 100:.2f}% against {block['hit_rate_recorded'] * 100:.2f}% billed")
