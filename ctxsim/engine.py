@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from functools import partial
 from operator import is_
 from typing import Any, NamedTuple
@@ -19,6 +20,7 @@ from typing import Any, NamedTuple
 from ctxsim.caching import CacheModel, CacheResult, CacheSpec, WarmStart, cache_spec
 from ctxsim.caching.none import unpriced_cache
 from ctxsim.caching.recorded import FACTS_KEY, RecordedFacts
+from ctxsim.caching.transfer import cost_range
 from ctxsim.composition import Composition, Snapshots, column_of
 from ctxsim.errors import CtxsimError
 from ctxsim.history import Edit as Spliced
@@ -240,6 +242,8 @@ class _RunState:
     composition: list[Snapshots] = field(default_factory=list)
     rule: Policy | None = None  # the provider's prompt rules, in front of the policy (Replayer.start)
     observers: tuple[Observer, ...] = ()  # told of every change besides the stages that observe (the loss meter)
+    range_deltas: list[Decimal] = field(default_factory=list)  # per request with a transferred miss (caching.transfer)
+    ranged: bool = False  # a session replayed recorded cache facts: the totals carry a cost range
 
 
 class _Recorded(NamedTuple):
@@ -277,6 +281,8 @@ class Replayer:
         self.trace = trace
         self.sizer = sizer
         self.setup = setup or Setup()
+        # no TTL chosen (--cache-ttl, ttl= in --cache): each session's own, as its recorded writes show it
+        self._ttl_free = not self.setup.cache_ttl and "ttl=" not in (self.setup.cache or "")
         self.resolved, self.pricer = resolve(trace, self.setup)
         self.pricers = Pricers(self.pricer, self.setup, trace_model(trace)[0])
         self._session_pricers = [self.pricers.session(s) for s in trace.sessions] if record else []
@@ -324,6 +330,8 @@ class Replayer:
         # the models priced at so far: every session's once the last has run (streamed sessions add theirs)
         self.resolved = replace(self.resolved, models=tuple(self.pricers.used) or (self.pricers.primary.model_id,))
         totals = Totals.of(state.rows, len(state.events), self.resolved.window, self.setup.output_reserve)
+        if state.ranged:
+            totals = replace(totals, cost_range_usd=cost_range(totals.cost_usd, state.range_deltas))
         return PolicyRun(effective(policy), state.rows, state.events, totals, Composition.of(state.composition))
 
     def provider_rule(self) -> Policy | None:
@@ -363,13 +371,19 @@ class Replayer:
         history = History(base, sizer.message, blocks)
         spec = self.resolved.cache
         own = own or self.pricer
+        if spec.name == "anthropic" and self._ttl_free:  # the TTL the product asked for, as its log shows
+            from ctxsim.caching.anthropic import session_spec
+
+            spec = session_spec(spec, session)
         cache = spec.build(own.model_id)  # the session's own model's cache rules (minimum cacheable prefix)
         warm_start = session.extra.get("warm_start_tokens")  # a prefix cached before its log began (calibrate)
         if isinstance(warm_start, int) and warm_start > 0:
             cache = WarmStart(cache, warm_start)
         facts = session.extra.get(FACTS_KEY)  # recorded ceilings and floors of the cache (calibrate; caching/recorded)
+        ranged: RecordedFacts | None = None  # its answers under the other transfer rule: the run's cost range
         if facts:
-            cache = RecordedFacts(cache, facts)
+            cache = ranged = RecordedFacts(cache, facts)
+            state.ranged = True
         request_pricer = self.pricers.request
         window = self.resolved.window
         reserve = self.setup.output_reserve
@@ -440,9 +454,12 @@ class Replayer:
             shared = history.prefix_tokens(min(valid, len(history))) if prev_items else 0
             rewrite = prev_items > 0 and valid < prev_items
             output = message.usage.output_tokens if message.usage and message.usage.output_tokens else size
+            pricer = own if message.model is None else request_pricer(session, own, message)
             rows.append(self._row(number, session, index, message, history, cache, request_ts,
-                                  prompt, output, shared, rewrite, window,
-                                  own if message.model is None else request_pricer(session, own, message)))
+                                  prompt, output, shared, rewrite, window, pricer))
+            if ranged is not None and ranged.pending is not None:  # the other end of the cost range (transfer)
+                state.range_deltas.append(pricer.cost(Bill(prompt, *ranged.pending, output), request_ts)
+                                          - rows[-1].cost_usd)
             for limit, kind, label in limits:
                 if prompt > limit and limit not in crossed:
                     crossed.add(limit)

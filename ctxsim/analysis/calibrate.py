@@ -102,7 +102,8 @@ GROWTH_SHARE = 0.02
 GROWTH = "unexplained growth"
 
 # Anthropic models that keep the thinking of earlier turns (extended-thinking docs; the clear_thinking
-# policy cites the same list); older ones strip it from the prompt.
+# policy cites the same list); older ones strip it from the prompt. The rule itself decides by family and
+# version (caching.anthropic.keeps_thinking, caching/data.toml): these are examples of it, kept for callers.
 KEEPS_THINKING = ("claude-opus-4-5", "claude-opus-4-6", "claude-opus-4-7", "claude-sonnet-4-6", "claude-sonnet-4-7")
 TAG = "provider_dropped_reasoning"
 
@@ -229,7 +230,9 @@ class ProviderReasoningRule:
 
 
 def _strips_thinking(model: str) -> bool:
-    return not model.lower().startswith(KEEPS_THINKING)
+    from ctxsim.caching.anthropic import keeps_thinking  # by family and version (caching/data.toml)
+
+    return not keeps_thinking(model)
 
 
 def _anchor(message: Message) -> int:
@@ -453,9 +456,9 @@ class Calibration:
     system_layer_tokens: dict[str, int] = field(default_factory=dict)
     context_tokens: dict[str, int] = field(default_factory=dict)  # of each such prefix, what lies past the layer
     # per session part, the requests whose recorded cache read the cache model cannot produce: request number
-    # -> (ceiling, floor, fresh), replayed as the provider's facts for every policy (analysis/cache_anchor,
-    # caching/recorded)
-    cache_facts: dict[str, dict[int, tuple[int | None, int | None, int | None]]] = field(default_factory=dict)
+    # -> (ceiling, floor, fresh, the model's read at a ceiling), replayed as the provider's facts for every
+    # policy (analysis/cache_anchor, caching/recorded, caching/transfer)
+    cache_facts: dict[str, dict[int, tuple[int | None, ...]]] = field(default_factory=dict)
     cache_facts_moved: dict[str, int] = field(default_factory=dict)  # tokens they moved: read down, up; unwritten
     file_weight: float = 1.0  # the prior's: file-content tokens against the rest (counting.py), not fitted
 
