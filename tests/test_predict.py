@@ -134,6 +134,12 @@ def test_the_growth_model_carries_what_the_log_misses_into_the_scored_requests()
     assert [c.index for c in p.checks] == list(range(7, 13))
     assert max(abs(c.prompt_error) for c in p.checks) < 0.005
     assert all(c.anchor_tokens == HIDDEN for c in p.checks)  # counted at scale 1.0
+    assert p.growth_model_tokens == 6 * HIDDEN
+    anchored = validate(trace, "chars4")
+    missing = score_blocks(anchored, p, trace)["missing_tokens"]
+    # the anchored fit re-anchors every request's 600 but the first's (that one is in the hidden prefix)
+    assert missing == {"re_anchored_tokens": 11 * HIDDEN, "dropped_tokens": 0, "redacted_tokens": 0,
+                       "growth_model_tokens": 6 * HIDDEN}
     assert any("growth model" in r for c in p.checks for r in c.reasons)
     # without the model, the fit part's calibration alone falls 600 behind per scored request: 3,600 at the last
     fit_cal = calibration(split(trace, 0.5)[0], "chars4")

@@ -7,7 +7,7 @@ tokens where the provider billed the text. Sizes: N characters at 4 a token, rou
 from __future__ import annotations
 
 from ctxsim.analysis.calibrate import calibration
-from ctxsim.analysis.predict import predict
+from ctxsim.analysis.predict import missing_block, predict
 from ctxsim.model import Message, Session, ToolCall, Trace, Usage, format_ts
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.redacted import marker_count, split_markers
@@ -57,5 +57,7 @@ def test_a_redacted_log_needs_no_re_anchor_and_predicts_its_second_half():
     assert cal.anchors == ()  # the markers' lengths explain every request's growth
     assert any("redacted text(s) sized by their markers" in n for n in cal.notes)
     p = predict(redacted_trace(), "chars4", 0.5)
+    # reported as what the log is missing: 10 x (500 + 20 + 300) tokens sized from the markers
+    assert missing_block(redacted_trace(), cal, p)["redacted_tokens"] == 10 * (500 + 20 + 300)
     assert p.growth_model is None and [c.index for c in p.checks] == [6, 7, 8, 9, 10]
     assert max(abs(c.prompt_error) for c in p.checks) < 0.005
