@@ -134,6 +134,12 @@ def test_the_growth_model_carries_what_the_log_misses_into_the_scored_requests()
     assert [c.index for c in p.checks] == list(range(7, 13))
     assert max(abs(c.prompt_error) for c in p.checks) < 0.005
     assert all(c.anchor_tokens == HIDDEN for c in p.checks)  # counted at scale 1.0
+    assert p.growth_model_tokens == 6 * HIDDEN
+    anchored = validate(trace, "chars4")
+    missing = score_blocks(anchored, p, trace)["missing_tokens"]
+    # the anchored fit re-anchors every request's 600 but the first's (that one is in the hidden prefix)
+    assert missing == {"re_anchored_tokens": 11 * HIDDEN, "dropped_tokens": 0, "redacted_tokens": 0,
+                       "growth_model_tokens": 6 * HIDDEN}
     assert any("growth model" in r for c in p.checks for r in c.reasons)
     # without the model, the fit part's calibration alone falls 600 behind per scored request: 3,600 at the last
     fit_cal = calibration(split(trace, 0.5)[0], "chars4")
@@ -168,3 +174,24 @@ def test_validate_cli_shows_both_scores_and_rejects_a_bad_share(tmp_path: Path):
     assert bad.exit_code == 2 and "--fit-on" in bad.stderr and "Traceback" not in bad.output
     both = run_cli("validate", str(path), "--predict", "--no-calibrate")
     assert both.exit_code == 2 and "--no-calibrate" in both.stderr
+
+
+def test_replay_and_compare_carry_the_predicted_error_beside_none(tmp_path: Path):
+    from ctxsim.api import replay_trace
+    from ctxsim.formats import native as native_format
+    from ctxsim.reports._terminal import head_lines
+
+    path = tmp_path / "billed.jsonl"
+    with path.open("w") as out:
+        native_format.write(billed_trace(miss_at=6), out)
+    result = replay_trace(str(path), ["none"], tokenizer="chars4", calibrate=True)
+    block = result.manifest["calibration"]["predicted"]
+    alone = predict(billed_trace(miss_at=6), "chars4", 0.5)
+    # run.json's block is validate --predict's score of the same trace (the trace as read, not as calibrated)
+    assert block["scored_requests"] == 4 and block["fit_requests"] == 4
+    assert block["cost_usd"] == str(sum(c.simulated_cost_usd for c in alone.checks))
+    assert block["facts"]["ceilings"] == 0 and block["cost_error"] < -0.01
+    lines = head_lines(result)
+    said = [i for i, line in enumerate(lines) if line.startswith("none predicted")]
+    assert said and lines[said[0] - 1].startswith("none against the recorded bill")  # right beside it
+    assert f"cost {block['cost_error'] * 100:+.2f}%" in lines[said[0]]

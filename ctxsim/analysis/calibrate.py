@@ -797,8 +797,12 @@ def calibration(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCount
     counter = counter or TokenCounter(get_tokenizer(tokenizer))
     name = getattr(counter.tokenizer, "name", tokenizer)
     skipped = dict(skipped_lines or {}) or gaps_by_session(trace, reports)
-    prior = prior or token_prior(name, resolve(trace, Setup())[0].provider)
+    widened = None
+    if prior is None:
+        prior, widened = _marker_bounds(token_prior(name, resolve(trace, Setup())[0].provider), trace)
     cal = _calibration_with(trace, counter, name, skipped, mode, prior)
+    if widened:
+        cal = replace(cal, notes=(*cal.notes, widened))
     if mode == "fit" and prior.classes is not None:  # the ratios by content class, where they fit better
         by_class = _calibration_with(trace, counter, name, skipped, mode, prior.by_class())
         one, two = _fit_quality(cal), _fit_quality(by_class)
@@ -812,6 +816,20 @@ def calibration(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCount
             said = f"one token ratio for every text: prompt error median {one[1]:.2%}, against {two[1]:.2%} {classes}"
             cal = replace(cal, notes=(*cal.notes, said))
     return cal
+
+
+def _marker_bounds(prior: TokenPrior, trace: Trace) -> tuple[TokenPrior, str | None]:
+    """The prior with its scale bounds widened where the log holds redaction markers (tokens/redacted.py:
+    their size is an estimate at 4 characters a token), and the note that says so; unchanged without."""
+    from ctxsim.tokens import redacted
+
+    marked = sum(redacted.marker_count(redacted.session_texts(s)) for s in trace.sessions)
+    if not marked:
+        return prior, None
+    low, high = redacted.SCALE_SPAN
+    wide = replace(prior, scale_low=round(prior.scale_low * low, 4), scale_high=round(prior.scale_high * high, 4))
+    return wide, (f"{marked:,} redacted text(s) sized by their markers' length at {redacted.CHARS_PER_TOKEN} "
+                  f"characters a token: scale bounds widened to [{wide.scale_low}, {wide.scale_high}]")
 
 
 def _fit_quality(cal: Calibration) -> tuple[bool, float, float]:

@@ -127,12 +127,14 @@ def learn(trace: Trace, counter: TokenCounter, cal: Calibration) -> GrowthModel 
 
 
 def carry(trace: Trace, counter: TokenCounter, cal: Calibration, model: GrowthModel,
-          requests: Mapping[str, Sequence[int]]) -> Trace:
-    """`trace` with the model's missing tokens on the messages first sent with each of `requests` (request
-    numbers per session), in counted tokens (the calibration's scale turns them back into billed ones)."""
+          requests: Mapping[str, Sequence[int]]) -> tuple[Trace, int]:
+    """(`trace` with the model's missing tokens on the messages first sent with each of `requests` (request
+    numbers per session), in counted tokens (the calibration's scale turns them back into billed ones); the
+    counted tokens it added)."""
     sizer = MessageSizer(counter, replace(BASE_FRAMING, file_weight=cal.file_weight))
     scale = cal.scale or 1.0
     sessions = []
+    added = 0
     for s in trace.sessions:
         wanted = set(requests.get(s.id, ()))
         if not wanted:
@@ -149,6 +151,7 @@ def carry(trace: Trace, counter: TokenCounter, cal: Calibration, model: GrowthMo
                 spread = list(_new_messages(s.messages, before, position))
                 shares = _shares(model, [(kind_of(s.messages[j]), sizer.message(s.messages[j])) for j in spread],
                                  scale)
+                added += sum(shares)
                 for j, share in zip(spread, shares, strict=True):
                     if share:
                         now = messages[j]
@@ -158,7 +161,7 @@ def carry(trace: Trace, counter: TokenCounter, cal: Calibration, model: GrowthMo
                                                      "anchor": GROWTH_MODEL})
             before = position
         sessions.append(replace(s, messages=tuple(messages)))
-    return replace(trace, sessions=tuple(sessions))
+    return replace(trace, sessions=tuple(sessions)), added
 
 
 def _shares(model: GrowthModel, sized: Sequence[tuple[str, int]], scale: float) -> list[int]:

@@ -101,6 +101,7 @@ class Prediction:
     growth_model: growth.GrowthModel | None
     cost_range_usd: tuple[Decimal, Decimal] | None = None
     session_cost_ranges: dict[str, tuple[Decimal, Decimal]] = field(default_factory=dict)
+    growth_model_tokens: int = 0  # billed tokens the growth model added to the scored requests' messages
 
     @property
     def checks(self) -> list[RequestCheck]:
@@ -135,7 +136,7 @@ def predict(trace: Trace, tokenizer: str = "o200k_base", fit_on: float = DEFAULT
     model = growth.learn(fit_trace, counter, cal)
     cal = replace(cal, cache_facts={}, cache_facts_moved={}, placeholder_outputs=_placeholders(trace),
                   notes=(*cal.notes, *((model.note(),) if model is not None else ())))
-    replayed = growth.carry(trace, counter, cal, model, scored) if model is not None else trace
+    replayed, carried = growth.carry(trace, counter, cal, model, scored) if model is not None else (trace, 0)
     full = validate(replayed, tokenizer, calibration=cal)
     wanted = {(sid, i) for sid, idx in scored.items() for i in idx}
     by_session: dict[str, list[RequestCheck]] = {}
@@ -148,7 +149,8 @@ def predict(trace: Trace, tokenizer: str = "o200k_base", fit_on: float = DEFAULT
     v = replace(full, checks=checks, cost_range_usd=total, session_cost_ranges=ranges)
     fit_by_session = {s.id: len(_billed_indexes(s)) - len(scored.get(s.id, ())) for s in trace.sessions
                       if _billed_indexes(s)}
-    return Prediction(fit_on, v, sum(fit_by_session.values()), fit_by_session, model, total, ranges)
+    return Prediction(fit_on, v, sum(fit_by_session.values()), fit_by_session, model, total, ranges,
+                      round(carried * cal.scale))
 
 
 def cost_range(point: Decimal) -> tuple[Decimal, Decimal]:
@@ -200,9 +202,23 @@ def _by_session(checks: Sequence[RequestCheck]) -> dict[str, list[RequestCheck]]
     return out
 
 
-def score_blocks(anchored: Validation, prediction: Prediction | None) -> dict[str, Any]:
+def missing_block(trace: Trace, cal: Calibration | None, prediction: Prediction | None) -> dict[str, int]:
+    """The tokens the log is missing, as each part of ctxsim sized them: re-anchored on the anchored fit
+    (and dropped: content the log holds that the provider did not get), estimated from redaction markers'
+    lengths (tokens/redacted.py), and added by the growth model to the predicted requests."""
+    from ctxsim.tokens.redacted import redacted_tokens, session_texts
+
+    report = cal.missing_report if cal is not None else {"missing_tokens": 0, "dropped_tokens": 0}
+    return {"re_anchored_tokens": int(report["missing_tokens"]), "dropped_tokens": int(report["dropped_tokens"]),
+            "redacted_tokens": sum(redacted_tokens(t) for s in trace.sessions for t in session_texts(s)),
+            "growth_model_tokens": prediction.growth_model_tokens if prediction is not None else 0}
+
+
+def score_blocks(anchored: Validation, prediction: Prediction | None, trace: Trace | None = None
+                 ) -> dict[str, Any]:
     """validate --json's and run.json's blocks: `anchored`, `predicted` (None when nothing could be
-    predicted), `facts` for the trace, and the same per session under `sessions`."""
+    predicted), `facts` for the trace, and the same per session under `sessions`; with `trace`, `missing`
+    (missing_block)."""
     cal = anchored.calibration
     anchored_sessions = _by_session(anchored.checks)
     predicted_sessions = _by_session(prediction.checks) if prediction is not None else {}
@@ -225,6 +241,7 @@ def score_blocks(anchored: Validation, prediction: Prediction | None) -> dict[st
             "growth_model": prediction.growth_model.to_json() if prediction.growth_model is not None else None},
         "facts": facts_block(cal),
         "sessions": sessions,
+        **({"missing_tokens": missing_block(trace, cal, prediction)} if trace is not None else {}),
     }
 
 
@@ -262,7 +279,39 @@ def prediction_table(blocks: dict[str, Any]) -> Any:
     rows.append(["cache facts copied (ceil/floor/fresh)",
                  *(f"{f['ceilings']}/{f['floors']}/{f['fresh_tails']}" for f in facts)])
     rows.append(["re-anchors (tokens)", *(f"{f['re_anchors']} ({f['re_anchored_tokens']:+,})" for f in facts)])
+    missing = blocks.get("missing_tokens")
+    if missing is not None:
+        said = (f"{missing['re_anchored_tokens']:,} re-anchored, {missing['redacted_tokens']:,} sized from "
+                "redaction markers")
+        rows.append(["tokens the log misses", said,
+                     *([] if p is None else [f"{missing['growth_model_tokens']:,} from the growth model"])])
     head = ["", "anchored"]
     if p is not None:
         head.append(f"predicted (fit on first {p['fit_on']:.0%})")
     return TableData("fidelity: anchored and predicted", head, rows, left=1)
+
+
+def manifest_entry(trace: Trace, tokenizer: str, reports: Any = None, fit_on: float = DEFAULT_FIT_ON
+                   ) -> dict[str, Any] | None:
+    """run.json's `calibration.predicted` (replay, compare): the predicted score of `none` on the trace as read
+    (before the calibration is applied), with what it fitted on; None when no session has a request to score."""
+    if not any(split(trace, fit_on)[1].values()):
+        return None
+    p = predict(trace, tokenizer, fit_on, reports=reports)
+    return {**score_block(p.checks, p.fit_requests, p.cost_range_usd), "fit_on": fit_on,
+            "facts": facts_block(p.validation.calibration),
+            "growth_model": p.growth_model.to_json() if p.growth_model is not None else None}
+
+
+def predicted_line(manifest: dict[str, Any]) -> str | None:
+    """The line said beside `none` against the bill (replay, compare): its predicted error; None without one."""
+    entry = manifest.get("calibration")
+    block = entry.get("predicted") if isinstance(entry, dict) else None
+    if not isinstance(block, dict):
+        return None
+    error = block.get("cost_error")
+    cost = "-" if error is None else f"{error * 100:+.2f}%"
+    return (f"none predicted (fitted on the first {block['fit_on']:.0%} of each session, no recorded cache fact; "
+            f"scored on the other {block['scored_requests']:,} requests): cost {cost}, prompt error median "
+            f"{block['prompt_error_median'] * 100:.2f}%, p90 {block['prompt_error_p90'] * 100:.2f}%, hit rate "
+            f"{block['hit_rate_simulated'] * 100:.2f}% against {block['hit_rate_recorded'] * 100:.2f}% billed")

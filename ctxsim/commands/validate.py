@@ -58,7 +58,7 @@ def validate_command(
     prediction = None
     if calibrate and (predict or _predictable(trace)):  # the default shows both scores when it can
         prediction = predicted(trace, tokenizer, fit_on, mode=mode, reports=reports)
-    blocks = score_blocks(result, prediction)
+    blocks = score_blocks(result, prediction, trace)
     shown = prediction.validation if predict and prediction is not None else result
     from ctxsim.analysis import preset_check
 
