@@ -40,13 +40,13 @@ DEFAULT_RESERVE = 20_000
 DEFAULT_CACHE = {"anthropic": "anthropic", "openai": "openai", "deepseek": "deepseek"}
 
 
-def default_cache(provider: str, model: str | None) -> str:
+def default_cache(provider: str, model: str | None, on: float | None = None) -> str:
     """The cache model a provider's requests replay with when none is chosen; Gemini's implicit
-    cache is `prefix` with the model's minimum (caching/data.toml)."""
+    cache is `prefix` with the model's minimum on day `on` (caching/data.toml; None: the latest)."""
     if provider == "google":
         from ctxsim.caching import model_rules
 
-        return f"prefix:min_tokens={model_rules('google', model)['min_tokens']}"
+        return f"prefix:min_tokens={model_rules('google', model, on)['min_tokens']}"
     return DEFAULT_CACHE.get(provider, "prefix")
 
 
@@ -148,7 +148,9 @@ def resolve(trace: Trace, setup: Setup) -> tuple[Resolved, Pricer]:
     provider = setup.provider or provider or DEFAULT_PROVIDER
     model = setup.model or model or DEFAULT_MODEL
     pricer = Pricer(provider, model)
-    spec = setup.cache or default_cache(pricer.provider_id, pricer.model_id)
+    # the rules of the trace's own date (its first timestamp)
+    started = next((m.ts_s for s in trace.sessions for m in s.messages if m.ts), None)
+    spec = setup.cache or default_cache(pricer.provider_id, pricer.model_id, started)
     if setup.cache is None and unpriced_cache(trace, pricer):  # no cache-read price: the provider caches nothing
         spec = "none"
     if setup.cache_ttl and spec.split(":", 1)[0] == "anthropic":
