@@ -5,6 +5,7 @@
 - thinking at a new user message: the models that keep earlier turns' thinking (Opus 4.5+, Sonnet 4.6+,
   and newer families, by family and version, whatever the id's spelling) read the whole conversation
   there; the older ones strip it and read only what lies before the first stripped turn;
+- OpenAI reads into the previous response (the Codex bills show it), in 128-token steps;
 - dated rules: a session is billed and cached under the rules of its own date (Anthropic's long-context
   premium for Opus 4.6 ended on 2026-03-13; Gemini 2.5 Flash's implicit-cache minimum rose on 2026-10-13).
 """
@@ -159,3 +160,27 @@ def test_a_gemini_session_caches_under_the_minimum_of_its_own_date():
 
     assert minimum(datetime(2026, 6, 1, tzinfo=UTC)) == 1_024
     assert minimum(datetime(2026, 11, 1, tzinfo=UTC)) == 2_048  # the table updated 2026-10-13
+
+
+def test_openai_reads_into_the_previous_response():
+    t = T0
+    msgs = (Message("user", "", ts=format_ts(t), extra_tokens=3_000),
+            Message("assistant", "", ts=format_ts(t + 2), extra_tokens=500),
+            Message("user", "", ts=format_ts(t + 10), extra_tokens=200),
+            Message("assistant", "", ts=format_ts(t + 12), extra_tokens=100))
+    session = Session(id="o", model="gpt-4o", provider="openai", messages=msgs)
+    # request 2 (3,700 tokens) shares the first prompt (3,000) and its response (500): 3,500 -> 27 steps of 128
+    assert _rows(session) == [(0, 0, 0), (3_456, 0, 0)]
+    # a policy that changed the response (here the same history cut back at the response) reads the prompt only:
+    # 3,000 -> 2,944 (the 1,024 minimum plus 15 steps of 128)
+    from ctxsim.caching import cache_spec
+    from ctxsim.history import History, Item
+
+    cache = cache_spec("openai").build("gpt-4o")
+    history = History(0, lambda m: m.extra_tokens, lambda m: 1)
+    history.append(Item(msgs[0], 3_000, 1, 0))
+    cache.request(history, t)
+    history.append(Item(msgs[1], 500, 1, 1))
+    history.append(Item(msgs[2], 200, 1, 2))
+    cache.edited(1)
+    assert cache.request(history, t + 10)[0].read_tokens == 2_944
