@@ -29,7 +29,8 @@ from ctxsim.tokens.counting import Framing, MessageSizer
 
 T0 = 1_768_323_360.0  # 2026-01-13
 MISSED = frozenset(range(20, 50))  # the 30 requests the provider served only part of its cache at
-POLICIES = ("none", "clear:trigger=8000,keep=3,clear_at_least=500", "recent:keep_first=1,keep_last=24")
+POLICIES = ("none", "clear:trigger=8000,keep=3,clear_at_least=500", "recent:keep_first=1,keep_last=24",
+            "compact:trigger=20000,compact_above=15000,keep_recent=12,clear_at_least=2000")
 
 
 # ---------------------------------------------------------------- the rules, by hand
