@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 from ctxsim.caching import CacheModel, CacheResult, CacheSpec, WarmStart, cache_spec
 from ctxsim.caching.best_effort import BestEffort, served_share
 from ctxsim.caching.none import unpriced_cache
+from ctxsim.caching.per_model import PerModel
 from ctxsim.caching.recorded import FACTS_KEY, RecordedFacts
 from ctxsim.caching.transfer import cost_range
 from ctxsim.composition import Composition, Snapshots, column_of
@@ -382,6 +383,10 @@ class Replayer:
         warm_start = session.extra.get("warm_start_tokens")  # a prefix cached before its log began (calibrate)
         if isinstance(warm_start, int) and warm_start > 0:
             cache = WarmStart(cache, warm_start)
+        switching: PerModel | None = None  # a session whose requests go to several models: a cache per model
+        if len({m.model for m in session.messages if m.role == "assistant" and m.model}) > 1:
+            first, session_cache = own.model_id, cache
+            cache = switching = PerModel(lambda m: session_cache if m == first else spec.build(m), first)
         ranged: RecordedFacts | BestEffort | None = None  # its other possible answers: the run's cost range
         share = served_share(self.resolved.provider, own.model_id)  # a provider that promises no hit
         if share is not None:
@@ -462,6 +467,8 @@ class Replayer:
             rewrite = prev_items > 0 and valid < prev_items
             output = message.usage.output_tokens if message.usage and message.usage.output_tokens else size
             pricer = own if message.model is None else request_pricer(session, own, message)
+            if switching is not None:
+                switching.use(pricer.model_id)
             rows.append(self._row(number, session, index, message, history, cache, request_ts,
                                   prompt, output, shared, rewrite, window, pricer))
             if ranged is not None and ranged.pending:  # the other ends of the cost range (caching.transfer)

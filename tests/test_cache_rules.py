@@ -5,6 +5,7 @@
 - thinking at a new user message: the models that keep earlier turns' thinking (Opus 4.5+, Sonnet 4.6+,
   and newer families, by family and version, whatever the id's spelling) read the whole conversation
   there; the older ones strip it and read only what lies before the first stripped turn;
+- a model switch mid-session: one cache per model (the switched request reads nothing of the other's);
 - OpenAI reads into the previous response (the Codex bills show it), in 128-token steps;
 - dated rules: a session is billed and cached under the rules of its own date (Anthropic's long-context
   premium for Opus 4.6 ended on 2026-03-13; Gemini 2.5 Flash's implicit-cache minimum rose on 2026-10-13).
@@ -184,3 +185,18 @@ def test_openai_reads_into_the_previous_response():
     history.append(Item(msgs[2], 200, 1, 2))
     cache.edited(1)
     assert cache.request(history, t + 10)[0].read_tokens == 2_944
+
+
+def test_a_model_switch_mid_session_reads_each_models_own_cache():
+    t = T0
+    msgs = []
+    for k, model in enumerate(("claude-opus-4-6", "claude-opus-4-6", "claude-haiku-4-5", "claude-haiku-4-5",
+                               "claude-opus-4-6")):
+        msgs.append(Message("user", "", ts=format_ts(t), extra_tokens=3_000 if k == 0 else 300))
+        msgs.append(Message("assistant", "", ts=format_ts(t + 5), extra_tokens=100, model=model))
+        t += 10
+    session = Session(id="m", model="claude-opus-4-6", provider="anthropic", system_tokens=5_000, tools_tokens=0,
+                      messages=tuple(msgs))
+    # prompts 8,000 / 8,400 / 8,800 / 9,200 / 9,600: the first Haiku request is cold (writes its whole prompt),
+    # the second reads it; back on Opus, the request reads Opus's own last entry (8,400) and writes the rest
+    assert _rows(session) == [(0, 8_000, 0), (8_000, 400, 0), (0, 8_800, 0), (8_800, 400, 0), (8_400, 1_200, 0)]
