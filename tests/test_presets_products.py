@@ -287,3 +287,58 @@ def _num(value: object) -> object:
 def test_side_calls_default_to_uncached() -> None:
     call = SideCall("summarize", 1_000, 100)
     assert (call.cache_read_tokens, call.cache_write_tokens) == (0, 0)
+
+
+# ---------------------------------------------------------------- Gemini CLI, Cline, OpenHands, server-side compaction
+
+
+def test_gemini_cli_threshold_by_date() -> None:
+    from ctxsim.presets import gemini_cli
+
+    assert gemini_cli.for_date("2025-10-01T09:00:00Z")[:2] == ("gemini-cli:compact_at=0.7", 0.7)
+    assert gemini_cli.for_date("2025-11-05")[:2] == ("gemini-cli:compact_at=0.2", 0.2)
+    assert gemini_cli.for_date("2025-11-20")[:2] == ("gemini-cli", 0.5) == gemini_cli.for_date(None)[:2]
+    (stage,) = [parse_policy(s) for s in presets()["gemini-cli"].stages]
+    assert isinstance(stage, CompactPolicy) and stage.params.keep_fraction == 0.3 and stage.params.verify
+
+
+def test_cline_condenses_at_three_quarters_from_the_cached_prompt() -> None:
+    (stage,) = [parse_policy(s) for s in presets()["cline"].stages]
+    assert isinstance(stage, CompactPolicy) and stage.thresholds(200_000) == (150_000, 150_000)
+    assert (stage.params.trigger_on, stage.params.summarizer_call) == ("last_response", "cached")
+
+
+def test_openhands_sdk_condenser_summarises_the_forgotten_middle() -> None:
+    messages = [Message("user", "the task " * 40)]
+    for i in range(12):
+        messages += [Message("assistant", f"step {i} " * 200), Message("user", f"more {i} " * 200)]
+    _, view = _history(messages)  # 25 messages
+    policy = parse_policy("amortized:max_size=20,keep_first=2,summarize=true,summary_tokens=300")
+    (edit,) = policy.decide(view)
+    (change,) = edit.changes
+    assert isinstance(change, Summarize) and change.tokens == view.size(Message("summary", "")) + 300
+    # head 2, tail 20 // 2 - 2 - 1 = 7: the 16 between are summarised, the call reading them alone
+    assert [it.pos for it in change.items] == list(range(2, 18))
+    (call,) = edit.calls or (change.call,)  # type: ignore[assignment]
+    assert call is not None and call.output_tokens == 300 and call.cache_read_tokens == 0
+    # the token cap (the window here 200,000; max_tokens lower): forget to under half of it
+    capped = parse_policy("amortized:max_size=240,keep_first=2,summarize=true,max_tokens=8000").decide(view)
+    (forgot,) = capped[0].changes  # type: ignore[attr-defined]
+    last = forgot.items[-1]
+    left = view.prefix_tokens(2) + sum(it.tokens for it in view.items[last.pos + 1:])
+    assert view.prompt_tokens > 8_000 and forgot.items[0].pos == 2
+    assert left <= 4_000 < left + last.tokens  # as many of the newest as fit under half the cap
+    assert parse_policy("amortized:max_size=240,keep_first=2").decide(view) == ()  # the V0 rule: no cap
+
+
+def test_server_compaction_iteration_reads_the_cached_prefix() -> None:
+    _, view = _history([*_reads(30, 8_000), Message("user", "go on " * 200)])
+    cached = parse_policy("server_compact:trigger=50000").decide(view)
+    fresh = parse_policy("server_compact:trigger=50000,iteration_cache=uncached").decide(view)
+    (call,), (plain,) = cached[0].calls, fresh[0].calls  # type: ignore[attr-defined]
+    assert call.input_tokens == plain.input_tokens > view.prompt_tokens and plain.cache_read_tokens == 0
+    last = max(i for i, it in enumerate(view.items) if it.message.role == "assistant")
+    assert call.cache_read_tokens == view.prefix_tokens(last) > 50_000
+    assert call.cache_write_tokens == call.input_tokens - call.cache_read_tokens
+    (stage,) = [parse_policy(s) for s in presets()["openai-responses"].stages]
+    assert stage.params.trigger == 200_000  # type: ignore[attr-defined]
