@@ -160,13 +160,15 @@ def test_codex_rebuilt_history_keeps_final_answers_and_developer_messages() -> N
 def test_claude_code_compaction_side_by_side(tmp_path: Path) -> None:
     c = _check(claude_code_compaction(tmp_path / "cc.jsonl", version="2.1.5"))
     product, preset = c.product_side, c.preset_side
-    assert product.after_request == 9 and preset.after_request in (8, 9)
     # the product's side as its log has it: request 9's prompt, request 10's (the head, the summary's 40, a paste),
     # the summary's counted tokens, no logged summarising call
     assert product.prompt_before == 3_100 + 8 * 20_008 and product.prompt_after == 3_040 + 20_000
     assert product.summarizer_cost_usd is None and product.summary_tokens and product.summary_tokens < 40
     assert product.cost_after_usd is not None and product.cost_after_usd > 0
     assert preset.summary_tokens == 5_258 and preset.summarizer_cost_usd is not None
+    # the same request's prompt, replayed (the fixture's counts are chars4 exact, calibration within a few tokens)
+    assert product.after_request == preset.after_request == 9 and preset.prompt_before is not None
+    assert abs(preset.prompt_before - product.prompt_before) <= 10
     # 2.1.5 is metered as the whole prompt, uncached: its price at Sonnet 4.5's rates
     pricer = Pricer("anthropic", SONNET)
     assert preset.prompt_before is not None
@@ -232,6 +234,8 @@ def test_acompact_file_is_the_compactions_summarising_call(tmp_path: Path) -> No
                                           "--worst", "0"]).stdout)
     (entry,) = data["compactions"]
     assert Decimal(entry["product"]["summarizer_cost_usd"]) == cost and entry["product"]["summary_tokens"] == 5_300
+    text = runner.invoke(app, ["validate", str(session), str(call), "--tokenizer", "chars4", "--worst", "1"]).stdout
+    assert "the summarising call is logged in its own file" in text
     # 2.1.39 bills the preset's call from the cache too: within a few cents of the logged one, where metering
     # it uncached (2.1.5's rule) costs about three times as much
     preset_cost = Decimal(entry["preset"]["summarizer_cost_usd"])
