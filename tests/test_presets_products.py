@@ -348,3 +348,38 @@ def test_server_compaction_iteration_reads_the_cached_prefix() -> None:
     assert call.cache_write_tokens == call.input_tokens - call.cache_read_tokens
     (stage,) = [parse_policy(s) for s in presets()["openai-responses"].stages]
     assert stage.params.trigger == 200_000  # type: ignore[attr-defined]
+
+
+def test_idle_clear_after_an_hour_keeps_the_newest_five() -> None:
+    from ctxsim.engine import Replayer, Setup
+    from ctxsim.model import Session, Trace, format_ts
+    from ctxsim.tokens import TokenCounter, get_tokenizer
+    from ctxsim.tokens.counting import MessageSizer
+
+    t0 = 1_767_000_000.0
+    messages = [Message("user", "task", ts=format_ts(t0))]
+    for i in range(8):
+        name = "Read" if i != 3 else "TodoWrite"  # not a compactable tool: never cleared
+        call = ToolCall(f"c{i}", name, {"file_path": f"f{i}.py"})
+        ts = format_ts(t0 + 10 * i + 5)
+        messages += [Message("assistant", "", tool_calls=(call,), ts=ts),
+                     Message("tool", f"contents {i} " * 50, tool_call_id=f"c{i}", name=name, ts=ts)]
+    # the next request comes 61 minutes after the last answer (the previous ones 10 seconds apart)
+    messages += [Message("assistant", "all read", ts=format_ts(t0 + 100)),
+                 Message("user", "back again", ts=format_ts(t0 + 100 + 61 * 60)),
+                 Message("assistant", "ok", ts=format_ts(t0 + 101 + 61 * 60))]
+    trace = Trace("idle", (Session("s", messages=tuple(messages)),))
+    replayer = Replayer(trace, MessageSizer(TokenCounter(get_tokenizer("chars4"))), Setup())
+    run = replayer.run(parse_policy("idle_clear"))
+    (event,) = [e for e in run.events if e.kind == "clear"]
+    assert event.request == 10 and event.messages == 2  # 7 Read results, the newest 5 kept
+    late = replayer.run(parse_policy("idle_clear:gap_minutes=62"))
+    assert not [e for e in late.events if e.kind == "clear"]
+    (stage, _) = resolve_stages("claude-code-microcompact")
+    assert stage.name == "idle_clear"
+
+
+def resolve_stages(spec: str) -> tuple:  # type: ignore[type-arg]
+    from ctxsim.policies.spec import resolve
+
+    return tuple(resolve([spec])[0].policy.stages)  # type: ignore[attr-defined]
