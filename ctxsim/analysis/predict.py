@@ -133,9 +133,9 @@ def predict(trace: Trace, tokenizer: str = "o200k_base", fit_on: float = DEFAULT
         raise CtxsimError(f"{trace.name}: no session has a request left to score after fitting on the first "
                           f"{fit_on:.0%} of its requests (a session needs two recorded requests at least)")
     cal = calibration(fit_trace, tokenizer, counter, mode=mode, reports=reports)
-    model = growth.learn(fit_trace, counter, cal)
+    model = cal.growth_model  # carried below, into the scored requests only, counting what it adds
     cal = replace(cal, cache_facts={}, cache_facts_moved={}, placeholder_outputs=_placeholders(trace),
-                  notes=(*cal.notes, *((model.note(),) if model is not None else ())))
+                  growth_model=None, growth_from={})
     replayed, carried = growth.carry(trace, counter, cal, model, scored) if model is not None else (trace, 0)
     full = validate(replayed, tokenizer, calibration=cal)
     wanted = {(sid, i) for sid, idx in scored.items() for i in idx}
