@@ -18,6 +18,7 @@ from operator import is_
 from typing import Any, NamedTuple
 
 from ctxsim.caching import CacheModel, CacheResult, CacheSpec, WarmStart, cache_spec
+from ctxsim.caching.best_effort import BestEffort, served_share
 from ctxsim.caching.none import unpriced_cache
 from ctxsim.caching.recorded import FACTS_KEY, RecordedFacts
 from ctxsim.caching.transfer import cost_range
@@ -39,13 +40,13 @@ DEFAULT_RESERVE = 20_000
 DEFAULT_CACHE = {"anthropic": "anthropic", "openai": "openai", "deepseek": "deepseek"}
 
 
-def default_cache(provider: str, model: str | None) -> str:
+def default_cache(provider: str, model: str | None, on: float | None = None) -> str:
     """The cache model a provider's requests replay with when none is chosen; Gemini's implicit
-    cache is `prefix` with the model's minimum (caching/data.toml)."""
+    cache is `prefix` with the model's minimum on day `on` (caching/data.toml; None: the latest)."""
     if provider == "google":
         from ctxsim.caching import model_rules
 
-        return f"prefix:min_tokens={model_rules('google', model)['min_tokens']}"
+        return f"prefix:min_tokens={model_rules('google', model, on)['min_tokens']}"
     return DEFAULT_CACHE.get(provider, "prefix")
 
 
@@ -147,7 +148,9 @@ def resolve(trace: Trace, setup: Setup) -> tuple[Resolved, Pricer]:
     provider = setup.provider or provider or DEFAULT_PROVIDER
     model = setup.model or model or DEFAULT_MODEL
     pricer = Pricer(provider, model)
-    spec = setup.cache or default_cache(pricer.provider_id, pricer.model_id)
+    # the rules of the trace's own date (its first timestamp)
+    started = next((m.ts_s for s in trace.sessions for m in s.messages if m.ts), None)
+    spec = setup.cache or default_cache(pricer.provider_id, pricer.model_id, started)
     if setup.cache is None and unpriced_cache(trace, pricer):  # no cache-read price: the provider caches nothing
         spec = "none"
     if setup.cache_ttl and spec.split(":", 1)[0] == "anthropic":
@@ -379,8 +382,12 @@ class Replayer:
         warm_start = session.extra.get("warm_start_tokens")  # a prefix cached before its log began (calibrate)
         if isinstance(warm_start, int) and warm_start > 0:
             cache = WarmStart(cache, warm_start)
+        ranged: RecordedFacts | BestEffort | None = None  # its other possible answers: the run's cost range
+        share = served_share(self.resolved.provider, own.model_id)  # a provider that promises no hit
+        if share is not None:
+            cache = ranged = BestEffort(cache, share)
+            state.ranged = True
         facts = session.extra.get(FACTS_KEY)  # recorded ceilings and floors of the cache (calibrate; caching/recorded)
-        ranged: RecordedFacts | None = None  # its answers under the other transfer rule: the run's cost range
         if facts:
             cache = ranged = RecordedFacts(cache, facts)
             state.ranged = True
@@ -457,9 +464,10 @@ class Replayer:
             pricer = own if message.model is None else request_pricer(session, own, message)
             rows.append(self._row(number, session, index, message, history, cache, request_ts,
                                   prompt, output, shared, rewrite, window, pricer))
-            if ranged is not None and ranged.pending is not None:  # the other end of the cost range (transfer)
-                state.range_deltas.append(pricer.cost(Bill(prompt, *ranged.pending, output), request_ts)
-                                          - rows[-1].cost_usd)
+            if ranged is not None and ranged.pending:  # the other ends of the cost range (caching.transfer)
+                for other in ranged.pending:
+                    state.range_deltas.append(pricer.cost(Bill(prompt, *other, output), request_ts)
+                                              - rows[-1].cost_usd)
             for limit, kind, label in limits:
                 if prompt > limit and limit not in crossed:
                     crossed.add(limit)

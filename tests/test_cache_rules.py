@@ -4,7 +4,10 @@
   and keep entries an hour); a TTL chosen on the command line wins;
 - thinking at a new user message: the models that keep earlier turns' thinking (Opus 4.5+, Sonnet 4.6+,
   and newer families, by family and version, whatever the id's spelling) read the whole conversation
-  there; the older ones strip it and read only what lies before the first stripped turn.
+  there; the older ones strip it and read only what lies before the first stripped turn;
+- OpenAI reads into the previous response (the Codex bills show it), in 128-token steps;
+- dated rules: a session is billed and cached under the rules of its own date (Anthropic's long-context
+  premium for Opus 4.6 ended on 2026-03-13; Gemini 2.5 Flash's implicit-cache minimum rose on 2026-10-13).
 """
 
 from __future__ import annotations
@@ -128,3 +131,56 @@ def test_a_user_turn_reads_the_conversation_where_the_model_keeps_thinking():
     # before it (system + the first user message: 3,000) is read, the rest (400 + 50 + 100) written again
     stripped = reads("claude-sonnet-4-5")
     assert stripped == [(0, 3_000, 0), (3_000, 720, 0), (3_000, 550, 0)]
+
+
+def test_the_long_context_premium_of_opus_4_6_ends_on_2026_03_13():
+    from datetime import UTC, datetime
+
+    from ctxsim.pricing import Bill, Pricer
+
+    pricer = Pricer("anthropic", "claude-opus-4-6")
+    bill = Bill(300_000, 0, 0, 0, 1_000)  # past 200k: the whole request at 2x input, 1.5x output, before GA
+    before = datetime(2026, 3, 12, tzinfo=UTC).timestamp()
+    after = datetime(2026, 3, 14, tzinfo=UTC).timestamp()
+    assert float(pricer.cost(bill, before)) == 300_000 * 10 / 1e6 + 1_000 * 37.5 / 1e6  # $5 / $25 doubled, 1.5x
+    assert float(pricer.cost(bill, after)) == 300_000 * 5 / 1e6 + 1_000 * 25 / 1e6  # flat across the 1M window
+
+
+def test_a_gemini_session_caches_under_the_minimum_of_its_own_date():
+    from datetime import UTC, datetime
+
+    from ctxsim.engine import resolve
+
+    def minimum(day: datetime) -> int:
+        t = day.timestamp()
+        msgs = (Message("user", "", ts=format_ts(t), extra_tokens=1_500),
+                Message("assistant", "", ts=format_ts(t + 1), extra_tokens=10))
+        session = Session(id="g", model="gemini-2.5-flash", provider="google", messages=msgs)
+        return int(resolve(Trace("t", (session,)), Setup())[0].cache.params.min_tokens)
+
+    assert minimum(datetime(2026, 6, 1, tzinfo=UTC)) == 1_024
+    assert minimum(datetime(2026, 11, 1, tzinfo=UTC)) == 2_048  # the table updated 2026-10-13
+
+
+def test_openai_reads_into_the_previous_response():
+    t = T0
+    msgs = (Message("user", "", ts=format_ts(t), extra_tokens=3_000),
+            Message("assistant", "", ts=format_ts(t + 2), extra_tokens=500),
+            Message("user", "", ts=format_ts(t + 10), extra_tokens=200),
+            Message("assistant", "", ts=format_ts(t + 12), extra_tokens=100))
+    session = Session(id="o", model="gpt-4o", provider="openai", messages=msgs)
+    # request 2 (3,700 tokens) shares the first prompt (3,000) and its response (500): 3,500 -> 27 steps of 128
+    assert _rows(session) == [(0, 0, 0), (3_456, 0, 0)]
+    # a policy that changed the response (here the same history cut back at the response) reads the prompt only:
+    # 3,000 -> 2,944 (the 1,024 minimum plus 15 steps of 128)
+    from ctxsim.caching import cache_spec
+    from ctxsim.history import History, Item
+
+    cache = cache_spec("openai").build("gpt-4o")
+    history = History(0, lambda m: m.extra_tokens, lambda m: 1)
+    history.append(Item(msgs[0], 3_000, 1, 0))
+    cache.request(history, t)
+    history.append(Item(msgs[1], 500, 1, 1))
+    history.append(Item(msgs[2], 200, 1, 2))
+    cache.edited(1)
+    assert cache.request(history, t + 10)[0].read_tokens == 2_944

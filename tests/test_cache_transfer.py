@@ -29,7 +29,8 @@ from ctxsim.tokens.counting import Framing, MessageSizer
 
 T0 = 1_768_323_360.0  # 2026-01-13
 MISSED = frozenset(range(20, 50))  # the 30 requests the provider served only part of its cache at
-POLICIES = ("none", "clear:trigger=8000,keep=3,clear_at_least=500", "recent:keep_first=1,keep_last=24")
+POLICIES = ("none", "clear:trigger=8000,keep=3,clear_at_least=500", "recent:keep_first=1,keep_last=24",
+            "compact:trigger=20000,compact_above=15000,keep_recent=12,clear_at_least=2000")
 
 
 # ---------------------------------------------------------------- the rules, by hand
@@ -152,3 +153,33 @@ def test_the_range_is_in_the_runs_json_only_with_facts():
                   "recent:keep_first=1,keep_last=24").totals
     saved = json.loads(json.dumps(ranged.to_json()))["cost_range_usd"]
     assert [Decimal(v) for v in saved] == list(ranged.cost_range_usd)
+
+
+# ---------------------------------------------------------------- the predicted range (validate --predict)
+
+
+def test_the_fitted_misses_carry_to_the_scored_requests_as_a_share():
+    from ctxsim.analysis.predict import predict
+    from ctxsim.caching.miss_range import lost_share, miss_span_usd
+    from ctxsim.pricing import Bill, Pricer
+
+    # two ceilings on the fitted requests: 3,000 of 10,000 model-read tokens lost; a floor counts nothing
+    assert lost_share({2: (1_000, None, None, 3_000), 3: (4_000, None, None, 5_000), 4: (None, 900, None, None)},
+                      10_000) == 0.3
+    assert lost_share({}, 10_000) == 0.0 and lost_share({2: (1_000, None, None, 3_000)}, 0) == 0.0
+    check = type("Check", (), {"ts": format_ts(T0), "simulated_input_tokens": 10_000,
+                               "simulated_cache_read_tokens": 8_000, "simulated_cache_write_tokens": 2_000})()
+    # Anthropic: 30 % of the 8,000 read (2,400) written instead, Sonnet 4.5: 2,400 x ($3.75 - $0.30) / MTok
+    assert miss_span_usd("anthropic", "claude-sonnet-4-5", [check], 0.3) == Decimal("0.00828")
+    pricer = Pricer("openai", "gpt-4o")  # no writes: sent uncached
+    expected = pricer.cost(Bill(10_000, 5_600, 2_000), T0) - pricer.cost(Bill(10_000, 8_000, 2_000), T0)
+    assert miss_span_usd("openai", "gpt-4o", [check], 0.3) == expected > 0
+    # a whole prediction: a miss on a fitted request widens the scored part's range above the point
+    from test_cache_facts import _billed_trace
+
+    p = predict(_billed_trace(miss_at=3), "chars4", 0.5)
+    low, high = p.cost_range_usd
+    point = sum((c.simulated_cost_usd for c in p.checks), Decimal(0))
+    assert low == point < high
+    clean = predict(_billed_trace(miss_at=0), "chars4", 0.5)
+    assert clean.cost_range_usd[0] == clean.cost_range_usd[1]  # no miss to learn from: the point

@@ -98,7 +98,7 @@ def test_a_provider_miss_in_the_scored_part_is_copied_by_the_anchored_score_only
     assert blocks["predicted"]["cost_error"] < -0.01 < blocks["anchored"]["cost_error"]
     assert blocks["facts"]["ceilings"] == 1 and blocks["predicted"]["facts"]["ceilings"] == 0
     low, high = blocks["predicted"]["cost_range_usd"]
-    assert low == high == blocks["predicted"]["cost_usd"]  # no range machinery yet: the point
+    assert low == high == blocks["predicted"]["cost_usd"]  # no miss on the fitted requests: nothing to carry
     assert blocks["sessions"]["s"]["predicted"]["scored_requests"] == 4
     assert blocks["sessions"]["s"]["anchored"]["scored_requests"] == 8
 

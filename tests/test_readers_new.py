@@ -88,10 +88,14 @@ def test_gemini_implicit_cache_is_prefix_with_the_models_minimum_from_data():
 
     google = rules()["google"]
     assert google["source"].startswith("https://ai.google.dev/") and google["checked"]
-    assert model_rules("google", "gemini-2.5-pro")["min_tokens"] == 4096
-    assert model_rules("google", "gemini-2.5-flash-lite")["min_tokens"] == 1024
-    assert default_cache("google", "gemini-2.5-pro") == "prefix:min_tokens=4096"
-    assert default_cache("google", "gemini-2.5-flash") == "prefix:min_tokens=1024"
+    before, after = 1_767_225_600.0, 1_796_083_200.0  # 2026-01-01, 2026-12-01: the table changed 2026-10-13
+    assert model_rules("google", "gemini-2.5-pro", before)["min_tokens"] == 2048
+    assert model_rules("google", "gemini-2.5-flash-lite", before)["min_tokens"] == 1024
+    assert model_rules("google", "gemini-2.5-flash-lite", after)["min_tokens"] == 2048
+    assert default_cache("google", "gemini-2.5-pro", before) == "prefix:min_tokens=2048"
+    assert default_cache("google", "gemini-2.5-flash", before) == "prefix:min_tokens=1024"
+    assert default_cache("google", "gemini-2.5-flash", after) == "prefix:min_tokens=2048"
+    assert default_cache("google", "gemini-3.5-flash", after) == "prefix:min_tokens=4096"
     assert default_cache("openai", "gpt-4o") == "openai"
 
 

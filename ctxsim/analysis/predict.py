@@ -16,9 +16,9 @@ made to agree with a bill it has seen. This module says how well it predicts one
   (analysis/growth), the way it would be carried into any counterfactual;
 * the scores are over the scored requests only.
 
-Cost range: until the cache models give one that spans the transfer rules of what remains uncertain
-(part B of issue 25, caching/), the predicted cost range is the point estimate (low = high = point):
-`cost_range(...)` is the one place that changes when that machinery lands.
+Cost range: the point estimate up to the cost had the scored requests lost the share of the model's
+reads that the provider's misses took on the fitted ones, widened by a best-effort provider's served
+share (`cost_ranges`, caching/miss_range.py).
 """
 
 from __future__ import annotations
@@ -134,18 +134,20 @@ def predict(trace: Trace, tokenizer: str = "o200k_base", fit_on: float = DEFAULT
                           f"{fit_on:.0%} of its requests (a session needs two recorded requests at least)")
     cal = calibration(fit_trace, tokenizer, counter, mode=mode, reports=reports)
     model = cal.growth_model  # carried below, into the scored requests only, counting what it adds
+    fit_facts = cal.cache_facts  # the fitted requests' provider misses: the scored part's range (miss_range)
     cal = replace(cal, cache_facts={}, cache_facts_moved={}, placeholder_outputs=_placeholders(trace),
                   growth_model=None, growth_from={})
     replayed, carried = growth.carry(trace, counter, cal, model, scored) if model is not None else (trace, 0)
     full = validate(replayed, tokenizer, calibration=cal)
     wanted = {(sid, i) for sid, idx in scored.items() for i in idx}
     by_session: dict[str, list[RequestCheck]] = {}
+    fitted: dict[str, list[RequestCheck]] = {}
     for c in full.checks:
-        if (c.session, c.index) in wanted:
-            by_session.setdefault(c.session, []).append(c)
+        (by_session if (c.session, c.index) in wanted else fitted).setdefault(c.session, []).append(c)
     checks = [c for cs in by_session.values() for c in cs]
-    ranges = {sid: cost_range(sum((c.simulated_cost_usd for c in cs), Decimal(0))) for sid, cs in by_session.items()}
-    total = cost_range(sum((c.simulated_cost_usd for c in checks), Decimal(0))) if checks else None
+    ranges = cost_ranges(full.provider, full.model, by_session, fitted, fit_facts)
+    total = (sum((lo for lo, _ in ranges.values()), Decimal(0)),
+             sum((hi for _, hi in ranges.values()), Decimal(0))) if checks else None
     v = replace(full, checks=checks, cost_range_usd=total, session_cost_ranges=ranges)
     fit_by_session = {s.id: len(_billed_indexes(s)) - len(scored.get(s.id, ())) for s in trace.sessions
                       if _billed_indexes(s)}
@@ -153,10 +155,15 @@ def predict(trace: Trace, tokenizer: str = "o200k_base", fit_on: float = DEFAULT
                       round(carried * cal.scale))
 
 
-def cost_range(point: Decimal) -> tuple[Decimal, Decimal]:
-    """The predicted cost's range over what remains uncertain. The cache models' range over transfer rules
-    (issue 25 part B) is not here yet: low = high = the point estimate."""
-    return point, point
+def cost_ranges(provider: str, model: str, scored: dict[str, list[RequestCheck]],
+                fitted: dict[str, list[RequestCheck]], facts: Any) -> dict[str, tuple[Decimal, Decimal]]:
+    """The predicted cost's range per session over what remains uncertain (caching/miss_range.py): the
+    provider misses the fitted requests showed, as a share of the model's reads, and a best-effort
+    provider's served share."""
+    from ctxsim.caching.miss_range import predicted_ranges
+
+    points = {sid: sum((c.simulated_cost_usd for c in cs), Decimal(0)) for sid, cs in scored.items()}
+    return predicted_ranges(provider, model, points, fitted, scored, facts)
 
 
 # ---------------------------------------------------------------- score blocks

@@ -81,9 +81,9 @@ class RecordedFacts:
                                        for k, v in facts.items()}
         self.rule = rule
         self.other: Rule = "absolute" if rule == "share" else "share"
-        # the latest request's answer under the other transfer rule (None: the same answer); the engine
-        # prices it for the run's cost range (`caching.transfer.cost_range`)
-        self.pending: CacheResult | None = None
+        # the latest request's other possible answers (under the other transfer rule; else the wrapped model's
+        # own, a best-effort cache's ends); the engine prices them for the run's cost range (caching.transfer)
+        self.pending: tuple[CacheResult, ...] = ()
         self.name = inner.name
         self.params = inner.params
         base = _innermost(inner)
@@ -105,16 +105,17 @@ class RecordedFacts:
         n = len(history)
         previous, valid = self._previous, self._valid
         self._previous, self._valid = n, n + 1  # the response is appended at position n
-        self.pending = None
+        self.pending = getattr(self.inner, "pending", ())
         fact = self.facts.get(self._number)
         if fact is None:
             return answer
+        self.pending = ()  # the facts decide this request
         real, warm = (answer, answer) if isinstance(answer, CacheResult) else answer
         ceiling, floor, fresh, reference = fact
         now = self._obey(history, real, ceiling, floor, fresh, reference, previous, valid, self.rule)
         if ceiling is not None and reference is not None:
             other = self._obey(history, real, ceiling, floor, fresh, reference, previous, valid, self.other)
-            self.pending = None if other == now else other
+            self.pending = () if other == now else (other,)
         self.moved_down += max(0, real.read_tokens - now.read_tokens)
         self.moved_up += max(0, now.read_tokens - real.read_tokens)
         return now, warm
