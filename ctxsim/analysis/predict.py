@@ -38,8 +38,8 @@ from ctxsim.tokens import TokenCounter, get_tokenizer
 
 DEFAULT_FIT_ON = 0.5
 
-__all__ = ["DEFAULT_FIT_ON", "Prediction", "facts_block", "predict", "prediction_table", "score_block",
-           "score_blocks", "split"]
+__all__ = ["DEFAULT_FIT_ON", "Prediction", "cost_ranges", "facts_block", "manifest_entry", "missing_block", "predict",
+           "predicted_line", "prediction_table", "score_block", "score_blocks", "split"]
 
 
 def _billed_indexes(session: Session) -> list[int]:
@@ -252,8 +252,8 @@ def score_blocks(anchored: Validation, prediction: Prediction | None, trace: Tra
     }
 
 
-def prediction_table(blocks: dict[str, Any]) -> Any:
-    """The two scores side by side (validate's text report)."""
+def prediction_table(blocks: dict[str, Any], calibrated: bool = True) -> Any:
+    """The two scores side by side (validate's text report); `calibrated` false: the raw replay's alone."""
     from ctxsim.reports._terminal import TableData
 
     a, p = blocks["anchored"], blocks["predicted"]
@@ -292,10 +292,10 @@ def prediction_table(blocks: dict[str, Any]) -> Any:
                 "redaction markers")
         rows.append(["tokens the log misses", said,
                      *([] if p is None else [f"{missing['growth_model_tokens']:,} from the growth model"])])
-    head = ["", "anchored"]
+    head = ["", "anchored" if calibrated else "raw (not calibrated)"]
     if p is not None:
         head.append(f"predicted (fit on first {p['fit_on']:.0%})")
-    return TableData("fidelity: anchored and predicted", head, rows, left=1)
+    return TableData("fidelity: anchored and predicted" if p is not None else "fidelity", head, rows, left=1)
 
 
 def manifest_entry(trace: Trace, tokenizer: str, reports: Any = None, fit_on: float = DEFAULT_FIT_ON

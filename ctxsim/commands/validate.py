@@ -68,7 +68,7 @@ def validate_command(
                               indent=1, sort_keys=True, ensure_ascii=False))
         return
     tables, notes = validation_tables(shown, worst)
-    tables = [prediction_table(blocks), *tables]
+    tables = [prediction_table(blocks, result.calibrated), *tables]
     if predict:
         said = (f"predicted: the tables below score the {len(shown.checks)} requests after the first {fit_on:.0%} of "
                 "each session; the calibration saw none of them")
