@@ -174,6 +174,11 @@ def test_validate_cli_shows_both_scores_and_rejects_a_bad_share(tmp_path: Path):
     text = run_cli("validate", str(path), "--tokenizer", "chars4", "--worst", "0")
     assert text.exit_code == 0 and "anchored and predicted" in text.stdout and "predicted (fit on first 50%)" in \
         text.stdout
+    # a share that leaves nothing to score: the default shows the anchored score alone, --predict says why not
+    alone = json.loads(run_cli("validate", str(path), "--json", "--tokenizer", "chars4", "--fit-on", "0.99").stdout)
+    assert alone["predicted"] is None and alone["anchored"]["scored_requests"] == 8
+    none = run_cli("validate", str(path), "--tokenizer", "chars4", "--predict", "--fit-on", "0.99")
+    assert none.exit_code == 2 and "no session has a request left to score" in none.stderr
     bad = run_cli("validate", str(path), "--predict", "--fit-on", "1.5")
     assert bad.exit_code == 2 and "--fit-on" in bad.stderr and "Traceback" not in bad.output
     both = run_cli("validate", str(path), "--predict", "--no-calibrate")
