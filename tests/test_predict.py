@@ -143,8 +143,12 @@ def test_the_growth_model_carries_what_the_log_misses_into_the_scored_requests()
     assert any("growth model" in r for c in p.checks for r in c.reasons)
     # without the model, the fit part's calibration alone falls 600 behind per scored request: 3,600 at the last
     fit_cal = calibration(split(trace, 0.5)[0], "chars4")
-    alone = {c.index: c for c in validate(trace, "chars4", calibration=replace(fit_cal, cache_facts={})).checks}
+    assert fit_cal.growth_from == {"l": 7}  # the calibration itself carries it past its last bill
+    alone = {c.index: c for c in validate(trace, "chars4", calibration=replace(
+        fit_cal, cache_facts={}, growth_model=None)).checks}
     assert alone[12].recorded_input_tokens - alone[12].simulated_input_tokens == 6 * HIDDEN
+    carried = {c.index: c for c in validate(trace, "chars4", calibration=replace(fit_cal, cache_facts={})).checks}
+    assert carried[12].simulated_input_tokens == carried[12].recorded_input_tokens
 
 
 def run_cli(*args: str):  # type: ignore[no-untyped-def]
@@ -170,6 +174,11 @@ def test_validate_cli_shows_both_scores_and_rejects_a_bad_share(tmp_path: Path):
     text = run_cli("validate", str(path), "--tokenizer", "chars4", "--worst", "0")
     assert text.exit_code == 0 and "anchored and predicted" in text.stdout and "predicted (fit on first 50%)" in \
         text.stdout
+    # a share that leaves nothing to score: the default shows the anchored score alone, --predict says why not
+    alone = json.loads(run_cli("validate", str(path), "--json", "--tokenizer", "chars4", "--fit-on", "0.99").stdout)
+    assert alone["predicted"] is None and alone["anchored"]["scored_requests"] == 8
+    none = run_cli("validate", str(path), "--tokenizer", "chars4", "--predict", "--fit-on", "0.99")
+    assert none.exit_code == 2 and "no session has a request left to score" in none.stderr
     bad = run_cli("validate", str(path), "--predict", "--fit-on", "1.5")
     assert bad.exit_code == 2 and "--fit-on" in bad.stderr and "Traceback" not in bad.output
     both = run_cli("validate", str(path), "--predict", "--no-calibrate")
@@ -195,3 +204,24 @@ def test_replay_and_compare_carry_the_predicted_error_beside_none(tmp_path: Path
     said = [i for i, line in enumerate(lines) if line.startswith("none predicted")]
     assert said and lines[said[0] - 1].startswith("none against the recorded bill")  # right beside it
     assert f"cost {block['cost_error'] * 100:+.2f}%" in lines[said[0]]
+
+
+def test_the_calibration_carries_its_growth_model_past_the_last_bill():
+    # the lacking session with the usage of its last 4 requests lost (an interrupted log, a crash): the
+    # anchored calibration's growth model puts the 600 a turn on requests 9-12 as well
+    trace = lacking_trace()
+    session = trace.sessions[0]
+    messages = list(session.messages)
+    for i in range(17, 24, 2):  # the assistant messages of requests 9-12
+        messages[i] = replace(messages[i], usage=None)
+    cut = replace(trace, sessions=(replace(session, messages=tuple(messages)),))
+    cal = calibration(cut, "chars4")
+    assert cal.growth_model is not None and cal.growth_from == {"l": 9}
+    assert cal.to_json()["growth_model"]["missing_tokens"] == 7 * HIDDEN  # requests 2-8 re-anchored
+    applied = cal.apply(cut)
+    carried = [m.extra.get("anchor_tokens", 0) for m in applied.sessions[0].messages]
+    # what requests 9-12 first send (the previous answer and the new user message) carries 600 per request
+    assert [carried[j] + carried[j + 1] for j in range(15, 23, 2)] == [HIDDEN] * 4
+    assert any("growth model" in n for n in cal.notes)
+    # a complete log: no model, nothing carried
+    assert calibration(billed_trace(), "chars4").growth_model is None

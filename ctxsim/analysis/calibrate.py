@@ -461,6 +461,10 @@ class Calibration:
     cache_facts: dict[str, dict[int, tuple[int | None, ...]]] = field(default_factory=dict)
     cache_facts_moved: dict[str, int] = field(default_factory=dict)  # tokens they moved: read down, up; unwritten
     file_weight: float = 1.0  # the prior's: file-content tokens against the rest (counting.py), not fitted
+    # the unexplained growth as a rule (analysis/growth.GrowthModel), carried by `apply` into the requests no bill
+    # re-anchored: per session, from `growth_from[id]` (the request after its last billed one; 1: none billed)
+    growth_model: Any = None
+    growth_from: dict[str, int] = field(default_factory=dict)
 
     @property
     def missing_tokens(self) -> int:
@@ -563,7 +567,14 @@ class Calibration:
                 new = replace(new, messages=tuple(messages))
             changed = changed or new is not s
             sessions.append(new)
-        return replace(trace, sessions=tuple(sessions)) if changed else trace
+        out = replace(trace, sessions=tuple(sessions)) if changed else trace
+        if self.growth_model is None or not self.growth_from:
+            return out
+        from ctxsim.analysis.growth import carry
+
+        wanted = {s.id: tuple(range(self.growth_from[s.id], s.requests + 1)) for s in out.sessions
+                  if s.id in self.growth_from}
+        return carry(out, counter or TokenCounter(get_tokenizer(self.tokenizer)), self, self.growth_model, wanted)[0]
 
     def to_json(self) -> dict[str, Any]:
         return {"scale": round(self.scale, 4), "message_tokens": self.message_tokens, "file_weight": self.file_weight,
@@ -587,7 +598,8 @@ class Calibration:
                 "warm_start_tokens": dict(self.warm_start_tokens),
                 "system_layer_tokens": dict(self.system_layer_tokens),
                 "context_tokens": dict(self.context_tokens),
-                "cache_facts": cache_anchor.to_json(self.cache_facts, self.cache_facts_moved)}
+                "cache_facts": cache_anchor.to_json(self.cache_facts, self.cache_facts_moved),
+                "growth_model": self.growth_model.to_json() if self.growth_model is not None else None}
 
 
 # ---------------------------------------------------------------- the fit
@@ -815,7 +827,28 @@ def calibration(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCount
         else:
             said = f"one token ratio for every text: prompt error median {one[1]:.2%}, against {two[1]:.2%} {classes}"
             cal = replace(cal, notes=(*cal.notes, said))
-    return cal
+    return _with_growth(trace, counter, cal)
+
+
+def _with_growth(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibration:
+    """The calibration with its growth model (analysis/growth), where it re-anchored unexplained growth: carried
+    into every request after each session's last billed one (into all of a session no bill covers)."""
+    from ctxsim.analysis.growth import learn
+
+    model = learn(trace, counter, cal)
+    if model is None:
+        return cal
+    after: dict[str, int] = {}
+    for s in trace.sessions:
+        index = last = 0
+        for m in s.messages:
+            if m.role == "assistant":
+                index += 1
+                if m.usage is not None and m.usage.input_tokens > 0:
+                    last = index
+        if last < index:
+            after[s.id] = last + 1
+    return replace(cal, growth_model=model, growth_from=after, notes=(*cal.notes, model.note()))
 
 
 def _marker_bounds(prior: TokenPrior, trace: Trace) -> tuple[TokenPrior, str | None]:

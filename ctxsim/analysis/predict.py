@@ -38,8 +38,8 @@ from ctxsim.tokens import TokenCounter, get_tokenizer
 
 DEFAULT_FIT_ON = 0.5
 
-__all__ = ["DEFAULT_FIT_ON", "Prediction", "facts_block", "predict", "prediction_table", "score_block",
-           "score_blocks", "split"]
+__all__ = ["DEFAULT_FIT_ON", "Prediction", "cost_ranges", "facts_block", "manifest_entry", "missing_block", "predict",
+           "predicted_line", "prediction_table", "score_block", "score_blocks", "split"]
 
 
 def _billed_indexes(session: Session) -> list[int]:
@@ -133,10 +133,10 @@ def predict(trace: Trace, tokenizer: str = "o200k_base", fit_on: float = DEFAULT
         raise CtxsimError(f"{trace.name}: no session has a request left to score after fitting on the first "
                           f"{fit_on:.0%} of its requests (a session needs two recorded requests at least)")
     cal = calibration(fit_trace, tokenizer, counter, mode=mode, reports=reports)
-    model = growth.learn(fit_trace, counter, cal)
+    model = cal.growth_model  # carried below, into the scored requests only, counting what it adds
     fit_facts = cal.cache_facts  # the fitted requests' provider misses: the scored part's range (miss_range)
     cal = replace(cal, cache_facts={}, cache_facts_moved={}, placeholder_outputs=_placeholders(trace),
-                  notes=(*cal.notes, *((model.note(),) if model is not None else ())))
+                  growth_model=None, growth_from={})
     replayed, carried = growth.carry(trace, counter, cal, model, scored) if model is not None else (trace, 0)
     full = validate(replayed, tokenizer, calibration=cal)
     wanted = {(sid, i) for sid, idx in scored.items() for i in idx}
@@ -252,8 +252,8 @@ def score_blocks(anchored: Validation, prediction: Prediction | None, trace: Tra
     }
 
 
-def prediction_table(blocks: dict[str, Any]) -> Any:
-    """The two scores side by side (validate's text report)."""
+def prediction_table(blocks: dict[str, Any], calibrated: bool = True) -> Any:
+    """The two scores side by side (validate's text report); `calibrated` false: the raw replay's alone."""
     from ctxsim.reports._terminal import TableData
 
     a, p = blocks["anchored"], blocks["predicted"]
@@ -292,10 +292,10 @@ def prediction_table(blocks: dict[str, Any]) -> Any:
                 "redaction markers")
         rows.append(["tokens the log misses", said,
                      *([] if p is None else [f"{missing['growth_model_tokens']:,} from the growth model"])])
-    head = ["", "anchored"]
+    head = ["", "anchored" if calibrated else "raw (not calibrated)"]
     if p is not None:
         head.append(f"predicted (fit on first {p['fit_on']:.0%})")
-    return TableData("fidelity: anchored and predicted", head, rows, left=1)
+    return TableData("fidelity: anchored and predicted" if p is not None else "fidelity", head, rows, left=1)
 
 
 def manifest_entry(trace: Trace, tokenizer: str, reports: Any = None, fit_on: float = DEFAULT_FIT_ON

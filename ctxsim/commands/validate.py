@@ -40,7 +40,7 @@ def validate_command(
     """Replay under none (own model, provider) and compare each request with its recorded usage; calibrated.
     With no path: the sessions found where the agents keep them (--source narrows it)."""
     from ctxsim.analysis.predict import predict as predicted
-    from ctxsim.analysis.predict import prediction_table, score_blocks
+    from ctxsim.analysis.predict import prediction_table, score_blocks, split
     from ctxsim.analysis.validate import validate, validation_tables
 
     if worst < 0:
@@ -56,7 +56,7 @@ def validate_command(
     mode = "priors" if priors_only else "fit"
     result = validate(trace, tokenizer, calibrate, mode=mode, reports=reports)
     prediction = None
-    if calibrate and (predict or _predictable(trace)):  # the default shows both scores when it can
+    if calibrate and (predict or any(split(trace, fit_on)[1].values())):  # the default shows both when it can
         prediction = predicted(trace, tokenizer, fit_on, mode=mode, reports=reports)
     blocks = score_blocks(result, prediction, trace)
     shown = prediction.validation if predict and prediction is not None else result
@@ -69,7 +69,7 @@ def validate_command(
                               indent=1, sort_keys=True, ensure_ascii=False))
         return
     tables, notes = validation_tables(shown, worst)
-    tables = [prediction_table(blocks), *tables]
+    tables = [prediction_table(blocks, result.calibrated), *tables]
     if predict:
         said = (f"predicted: the tables below score the {len(shown.checks)} requests after the first {fit_on:.0%} of "
                 "each session; the calibration saw none of them")
@@ -78,12 +78,3 @@ def validate_command(
         tables = [*tables, preset_check.table(checks), preset_check.sides_table(checks)]
         notes = [*notes, *preset_check.notes(checks)]
     print_tables(tables, notes, title=f"validate {result.trace}")
-
-
-def _predictable(trace: object) -> bool:
-    """Whether some session has two recorded requests at least (one to fit on, one to score)."""
-    from ctxsim.model import Trace
-
-    assert isinstance(trace, Trace)
-    return any(sum(1 for m in s.messages if m.role == "assistant" and m.usage is not None and m.usage.input_tokens > 0)
-               >= 2 for s in trace.sessions)
