@@ -194,8 +194,8 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                     header.update({k: v for k, v in update.value.items() if k in ("sessionId", "startTime")})
                     if isinstance(update.get("messages"), list):  # a checkpoint: the history as it now is
                         by_id = {}
-                        for message in update.array("messages"):
-                            rewritten += _keep(by_id, message)
+                        for item in update.array("messages"):
+                            rewritten += _keep(by_id, item)
             elif "type" in node and ("content" in node or "toolCalls" in node or "tokens" in node):
                 rewritten += _keep(by_id, node)
             elif "sessionId" in node and not by_id:
