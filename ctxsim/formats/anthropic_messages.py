@@ -165,6 +165,8 @@ def sniff(head: bytes) -> str | None:
         return "no 'messages' in the first bytes"
     if any(m in text for m in openai):
         return "OpenAI chat markers (tool_calls, choices, prompt_tokens)"
+    if shape != "jsonl" and '"parts"' in text and '"sessionID"' in text and '"info"' in text:
+        return "an OpenCode session export ({info, messages: [{info, parts}]}): opencode"
     if not any(m in text for m in anthropic) and '"system"' not in text[:3000]:
         return "no Anthropic markers (content blocks, stop_reason, a top-level system)"
     if any(k in text[:3000] for k in ('"trajectory"', '"trajectory_format"', '"history"')):

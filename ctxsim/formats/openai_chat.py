@@ -197,6 +197,8 @@ def sniff(head: bytes) -> str | None:
             return "an array of events, not chat messages"
         return None
     if '"messages"' in text[:2000] or '"request"' in text[:200]:
+        if '"parts"' in text and '"sessionID"' in text and '"info"' in text:
+            return "an OpenCode session export ({info, messages: [{info, parts}]}): opencode"
         if any(k in text[:3000] for k in ('"trajectory_format"', '"model_stats"', '"trajectory"')):
             return "an agent trajectory, not a chat log"
         return None
