@@ -1,0 +1,66 @@
+"""GitHub Copilot CLI event logs and Pi session trees (issue 30). Fixtures: tests/fixtures/make_reader_fixtures.py
+(values by hand there)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from ctxsim.cli import app
+from ctxsim.discover import discovered_files
+from ctxsim.formats import detect, read_trace
+
+READERS = Path(__file__).parent / "fixtures" / "readers"
+COPILOT_HOME = READERS / "copilot-home"
+PI_HOME = READERS / "pi-home"
+
+
+def only(found: list[tuple[str, str]]) -> Path:
+    assert len(found) == 1
+    return Path(found[0][0])
+
+
+def test_copilot_events_are_found_read_and_keep_the_shutdown_totals():
+    path = only(discovered_files("copilot-cli", {"HOME": str(COPILOT_HOME)}))
+    assert detect(str(path), path.read_bytes()[:65536]).name == "copilot-cli"
+    session = read_trace(str(path)).sessions[0]
+    assert session.id == "9f0c2e57-3b1a-4c5e-8d7f-0a1b2c3d4e5f"
+    assert [m.role for m in session.messages] == ["user", "assistant", "tool", "assistant"]
+    assert session.messages[0].content.endswith("Why does a.py fail?")  # as sent (transformedContent)
+    assert session.messages[1].tool_calls[0].id == "toolu_vrtx_01"
+    assert session.messages[2].is_error and "ZeroDivisionError" in session.messages[2].content
+    assert [m.extra.get("output_tokens") for m in session.messages if m.role == "assistant"] == [25, 12]
+    assert all(m.usage is None for m in session.messages)  # Copilot CLI does not save per-request usage
+    assert session.extra["recorded_totals"] == {"requests": 2, "input_tokens": 4000, "output_tokens": 37,
+                                                "cache_read_tokens": 2500, "cache_write_tokens": 1200}
+    assert session.model == "claude-sonnet-4.5"
+
+
+def test_pi_session_is_pi_not_native_and_reads_the_current_branch_with_its_compaction():
+    path = only(discovered_files("pi", {"HOME": str(PI_HOME)}))
+    assert detect(str(path), path.read_bytes()[:65536]).name == "pi"
+    first, second = read_trace(str(path)).sessions
+    usages = [(m.usage.input_tokens, m.usage.cache_read_tokens, m.usage.cache_write_tokens, m.usage.output_tokens,
+               m.usage.extra["cost_usd"]) for s in (first, second) for m in s.messages if m.usage]
+    # the abandoned branch (u2 -> a3) is left out; the response kept across the compaction is not counted again
+    assert usages == [(2000, 0, 1100, 40, "0.007425"), (2090, 2000, 80, 20, "0.00123"),
+                      (2122, 2080, 30, 9, "0.0009075"), (700, 0, 0, 6, "0.00219")]
+    assert [m.role for m in first.messages] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
+    assert [e.name for e in second.events] == ["compaction"] and second.events[0].fields["pre_tokens"] == 2131
+    assert [m.role for m in second.messages] == ["summary", "user", "summary", "user", "assistant"]
+    assert second.extra["continues"] == first.id == "0193a7b2-5c4d-7e6f-8a9b-0c1d2e3f4a5b"
+
+
+def test_pi_coding_agent_dir_replaces_the_default_folder():
+    env = {"HOME": "/nonexistent", "PI_CODING_AGENT_DIR": str(PI_HOME / ".pi" / "agent")}
+    assert len(discovered_files("pi", env)) == 1
+
+
+def test_a_pi_file_without_its_header_is_one_line_exit_2(tmp_path: Path):
+    lines = (PI_HOME / ".pi" / "agent" / "sessions").glob("*/*.jsonl")
+    body = next(lines).read_text(encoding="utf-8").splitlines()[1:]
+    bad = tmp_path / "headless.jsonl"
+    bad.write_text("\n".join(body) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["inspect", str(bad), "--format", "pi"])
+    assert result.exit_code == 2 and f"{bad}:1:" in result.output and "Traceback" not in result.output
