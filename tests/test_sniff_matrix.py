@@ -20,7 +20,7 @@ FOLDERS = {
     "gemini-cli": "gemini-cli", "mini-swe-agent": "mini-swe-agent", "otel-genai": "otel-genai",
     "readers/codex": "codex", "readers/gemini-cli": "gemini-cli", "readers/opencode": "opencode",
     "readers/cline-ui-only": "cline", "readers/cline-metrics": "cline", "readers/copilot-home": "copilot-cli",
-    "readers/pi-home": "pi",
+    "readers/pi-home": "pi", "readers/qwen-home": "qwen-code",
 }
 FILES = {
     "tiny/aider.chat.history.md": "aider", "tiny/anthropic-messages.jsonl": "anthropic-messages",

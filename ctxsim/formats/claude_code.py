@@ -505,6 +505,8 @@ def sniff(head: bytes) -> str | None:
     records, refusal = sniff_jsonl_records(head, 20)
     if refusal:
         return refusal
+    if any(isinstance(r.get("message"), dict) and "parts" in r["message"] for r in records):
+        return "Gemini-style message parts ({role, parts}): Qwen Code's chat records (qwen-code)"
     for record in records:
         kind = record.get("type")
         if ((kind in ("user", "assistant", "system") and "message" in record) or kind == "system") \

@@ -1,5 +1,5 @@
-"""GitHub Copilot CLI event logs and Pi session trees (issue 30). Fixtures: tests/fixtures/make_reader_fixtures.py
-(values by hand there)."""
+"""GitHub Copilot CLI event logs, Pi session trees and Qwen Code chat records (issue 30). Fixtures:
+tests/fixtures/make_reader_fixtures.py (values by hand there)."""
 
 from __future__ import annotations
 
@@ -64,3 +64,21 @@ def test_a_pi_file_without_its_header_is_one_line_exit_2(tmp_path: Path):
     bad.write_text("\n".join(body) + "\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["inspect", str(bad), "--format", "pi"])
     assert result.exit_code == 2 and f"{bad}:1:" in result.output and "Traceback" not in result.output
+
+
+QWEN_HOME = READERS / "qwen-home"
+
+
+def test_qwen_code_records_are_qwen_not_claude_code_and_read_on_the_current_branch():
+    path = only(discovered_files("qwen-code", {"HOME": str(QWEN_HOME)}))
+    assert detect(str(path), path.read_bytes()[:65536]).name == "qwen-code"
+    first, second = read_trace(str(path)).sessions
+    usages = [(m.usage.input_tokens, m.usage.cache_read_tokens, m.usage.output_tokens)
+              for s in (first, second) for m in s.messages if m.usage]
+    # thoughts (12) are outside the candidates (total = prompt + candidates + thoughts); the rewound aX is left out
+    assert usages == [(5000, 0, 42), (5100, 4900, 20), (800, 0, 10)]
+    assert [m.role for m in first.messages] == ["user", "assistant", "tool", "assistant"]
+    assert first.messages[1].thinking == "Let me look." and first.messages[1].tool_calls[0].id == "call_1"
+    assert first.messages[2].tool_call_id == "call_1" and first.messages[2].content == "x = 1\n"
+    assert [e.fields["pre_tokens"] for e in second.events] == [5120]
+    assert [m.role for m in second.messages] == ["user", "summary", "user", "assistant"]
