@@ -179,6 +179,7 @@ ABOUT = {
     "location": "wherever an API logger or proxy writes them",
     "records": "each request's system prompt, tools and messages, each response with Anthropic usage",
     "cannot_know": "requests the logger did not see; times unless the logger adds them",
+    "checked": "the Anthropic Messages API request and response shapes (API logs and proxies; fixtures)",
 }
 
 register(FormatInfo(name=NAME, description="Anthropic Messages API request/response JSON (or JSONL) logs",

@@ -528,6 +528,7 @@ ABOUT = {
                "the summary and the tokens before; subagent sessions",
     "cannot_know": "the system prompt and tool definitions (not logged); the compaction call's own usage; "
                    "the last response of a file cut short (placeholder output counts); cost (not recorded)",
+    "checked": "Claude Code 2.0.72, 2.1.1, 2.1.39 and 2.1.49 session files (public sessions), 2.1.x subagent files",
 }
 
 # Where `ctxsim inspect` with no path looks (ctxsim.discover): CLAUDE_CONFIG_DIR (a comma-separated list of

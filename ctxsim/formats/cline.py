@@ -63,6 +63,9 @@ ABOUT = {
     "cannot_know": "the system prompt and tool definitions (rebuilt per request, not saved); what tokensIn means "
                    "for a provider that is not recorded (assumed per provider, said in the notes); the prompt size "
                    "of requests through routers that record tokensIn 0; times of tool results",
+    "checked": "Cline 3.x task folders (ui_messages.json with api_conversation_history.json), ui_messages.json "
+               "alone, and the conversation file with newer Cline's per-message metrics (ClineStorageMessage); Roo "
+               "Code's fields",
 }
 
 # Where `ctxsim inspect` with no path looks (ctxsim.discover): VS Code's globalStorage on Linux and macOS

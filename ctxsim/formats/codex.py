@@ -455,7 +455,7 @@ def sniff(head: bytes) -> str | None:
 
 ABOUT = {
     "reads": "OpenAI Codex CLI and Desktop rollout JSONL (session_meta, response_item, event_msg, turn_context, "
-             "compacted lines), 0.40 to 0.10x",
+             "compacted lines), 0.40 to 0.14x",
     "location": "$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl (CODEX_HOME defaults to ~/.codex; "
                 "archived_sessions/ for archived ones)",
     "records": "the model-visible history with times; per request the last usage and the running total "
@@ -464,6 +464,8 @@ ABOUT = {
     "cannot_know": "cache writes (OpenAI bills none before GPT-5.6; not logged); the hidden reasoning sent back "
                    "(encrypted: sized by the response's reasoning tokens); a remote compaction's summary "
                    "(encrypted); cost (not recorded)",
+    "checked": "Codex CLI 0.40.0 and Codex Desktop 0.104.0 rollouts (public sessions); the 0.14x order (each count "
+               "after its response's tool outputs, one turn_context a user turn)",
 }
 
 # Where `ctxsim inspect` with no path looks (ctxsim.discover): $CODEX_HOME replaces ~/.codex.

@@ -51,6 +51,8 @@ ABOUT = {
     "cannot_know": "each request's prompt size and cache use (Copilot CLI does not save its per-request usage "
                    "events): the totals are the session's; the system prompt and tool definitions; cost in dollars "
                    "(Copilot bills premium requests)",
+    "checked": "GitHub Copilot CLI 0.0.3xx-0.0.40x events.jsonl (the event types of github/copilot-sdk's "
+               "session-events schema)",
 }
 
 # Where `ctxsim inspect` with no path looks (ctxsim.discover).

@@ -52,6 +52,8 @@ ABOUT = {
     "cannot_know": "the system prompt and tool definitions (not saved); the requests Gemini CLI makes outside "
                    "the chat (next-speaker checks, loop detection, compression summaries); the full thoughts "
                    "(only summaries); cost (not recorded)",
+    "checked": "Gemini CLI saved chats of 2025 (a public chat, JSON) and the JSONL of 2026-04 on (Gemini CLI's "
+               "chatRecordingService: messages rewritten under their id, $set checkpoints, $rewindTo)",
 }
 
 # Where `ctxsim inspect` with no path looks (ctxsim.discover).

@@ -216,6 +216,7 @@ ABOUT = {
     "records": "the messages, tool calls and results; usage and time only where the log kept the responses",
     "cannot_know": "per-request usage of a bare message list; times; which messages a request really sent "
                    "unless each request is logged",
+    "checked": "OpenAI Chat Completions request and response shapes (fixtures)",
 }
 
 register(FormatInfo(name=NAME, description="OpenAI Chat Completions messages (+ usage), or request/response logs",

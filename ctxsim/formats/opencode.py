@@ -50,6 +50,8 @@ ABOUT = {
                "(parentID)",
     "cannot_know": "the system prompt and tool definitions (not saved); what a compaction sent; the newer "
                    "SQLite store (opencode.db) is not read: export the session with `opencode export`",
+    "checked": "OpenCode 1.1 (`opencode export` and the JSON storage folder, from its source: export.ts, Session and "
+               "MessageV2 types); not its SQLite store",
 }
 
 # Where `ctxsim inspect` with no path looks (ctxsim.discover).

@@ -49,6 +49,8 @@ ABOUT = {
                "read and write} and its cost; tool calls with their results; compactions with the summary, the "
                "first kept entry and the size before",
     "cannot_know": "the system prompt and tool definitions (not saved); times of a response's parts",
+    "checked": "Pi session files version 3 (pi-mono's session format: entries in a tree, compactions); versions 1-2 "
+               "in order",
 }
 
 # Where `ctxsim inspect` with no path looks (ctxsim.discover).

@@ -45,6 +45,7 @@ ABOUT = {
     "records": "every message with its time as sent (Content parts); per response the model and usageMetadata "
                "(prompt, cached, candidates, thoughts); tool results; chat compressions with the history kept",
     "cannot_know": "the system prompt and tool definitions (not saved); cache writes and cost (not recorded)",
+    "checked": "Qwen Code 0.x chat records (QwenLM/qwen-code's ChatRecord: uuid tree, chat_compression records)",
 }
 
 # Where `ctxsim inspect` with no path looks (ctxsim.discover).
