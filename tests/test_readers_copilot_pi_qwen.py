@@ -1,4 +1,4 @@
-"""GitHub Copilot CLI event logs, Pi session trees and Qwen Code chat records (issue 30). Fixtures:
+"""GitHub Copilot CLI event logs, Pi session trees, Qwen Code chat records, Amp threads (issue 30). Fixtures:
 tests/fixtures/make_reader_fixtures.py (values by hand there)."""
 
 from __future__ import annotations
@@ -82,3 +82,18 @@ def test_qwen_code_records_are_qwen_not_claude_code_and_read_on_the_current_bran
     assert first.messages[2].tool_call_id == "call_1" and first.messages[2].content == "x = 1\n"
     assert [e.fields["pre_tokens"] for e in second.events] == [5120]
     assert [m.role for m in second.messages] == ["user", "summary", "user", "assistant"]
+
+
+AMP_HOME = READERS / "amp-home"
+
+
+def test_amp_thread_is_amp_not_anthropic_messages_and_keeps_each_responses_usage():
+    path = only(discovered_files("amp", {"HOME": str(AMP_HOME)}))
+    assert detect(str(path), path.read_bytes()[:65536]).name == "amp"
+    session = read_trace(str(path)).sessions[0]
+    assert session.id == "T-019b9d03-62e3-772f-9780-3e637f90eaec"
+    assert [m.role for m in session.messages] == ["user", "assistant", "tool", "assistant"]
+    assert [(m.usage.input_tokens, m.usage.cache_read_tokens, m.usage.cache_write_tokens, m.usage.output_tokens)
+            for m in session.messages if m.usage] == [(3008, 0, 3000, 45), (3162, 3000, 150, 30)]
+    assert session.messages[2].tool_call_id == "toolu_01A" and "2.675" in session.messages[2].content
+    assert session.messages[1].thinking == "Open it." and session.provider == "anthropic"
