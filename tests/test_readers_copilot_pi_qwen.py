@@ -1,4 +1,4 @@
-"""GitHub Copilot CLI event logs, Pi session trees, Qwen Code chat records, Amp threads (issue 30). Fixtures:
+"""Copilot CLI events, Pi session trees, Qwen Code records, Amp threads, Kimi CLI wire logs (issue 30). Fixtures:
 tests/fixtures/make_reader_fixtures.py (values by hand there)."""
 
 from __future__ import annotations
@@ -97,3 +97,20 @@ def test_amp_thread_is_amp_not_anthropic_messages_and_keeps_each_responses_usage
             for m in session.messages if m.usage] == [(3008, 0, 3000, 45), (3162, 3000, 150, 30)]
     assert session.messages[2].tool_call_id == "toolu_01A" and "2.675" in session.messages[2].content
     assert session.messages[1].thinking == "Open it." and session.provider == "anthropic"
+
+
+KIMI_HOME = READERS / "kimi-home"
+
+
+def test_kimi_wire_log_steps_are_requests_with_their_usage_and_streamed_pieces_joined():
+    path = only(discovered_files("kimi-cli", {"HOME": str(KIMI_HOME)}))
+    assert detect(str(path), path.read_bytes()[:65536]).name == "kimi-cli"
+    session = read_trace(str(path)).sessions[0]
+    assert session.id == "0b7c9e2d-1111-4a2b-8c3d-5e6f7a8b9c0d"
+    assert [m.role for m in session.messages] == ["user", "assistant", "tool", "assistant"]
+    first = session.messages[1]
+    assert first.content == "Let me check." and first.thinking == "Read the file."
+    assert first.tool_calls[0].id == "ReadFile:0" and first.tool_calls[0].arguments == {"path": "a.py"}
+    assert [(m.usage.input_tokens, m.usage.cache_read_tokens, m.usage.output_tokens)
+            for m in session.messages if m.usage] == [(1500, 0, 40), (1560, 1500, 15)]
+    assert session.messages[0].ts == "2026-03-02T10:00:01.000Z"

@@ -21,7 +21,7 @@ FOLDERS = {
     "readers/codex": "codex", "readers/gemini-cli": "gemini-cli", "readers/opencode": "opencode",
     "readers/cline-ui-only": "cline", "readers/cline-metrics": "cline", "readers/copilot-home": "copilot-cli",
     "readers/pi-home": "pi", "readers/qwen-home": "qwen-code",
-    "readers/amp-home": "amp",
+    "readers/amp-home": "amp", "readers/kimi-home": "kimi-cli",
 }
 FILES = {
     "tiny/aider.chat.history.md": "aider", "tiny/anthropic-messages.jsonl": "anthropic-messages",
