@@ -113,4 +113,4 @@ def test_kimi_wire_log_steps_are_requests_with_their_usage_and_streamed_pieces_j
     assert first.tool_calls[0].id == "ReadFile:0" and first.tool_calls[0].arguments == {"path": "a.py"}
     assert [(m.usage.input_tokens, m.usage.cache_read_tokens, m.usage.output_tokens)
             for m in session.messages if m.usage] == [(1500, 0, 40), (1560, 1500, 15)]
-    assert session.messages[0].ts == "2026-03-02T10:00:01.000Z"
+    assert session.messages[0].ts == "2026-03-02T10:00:01Z"  # unix seconds

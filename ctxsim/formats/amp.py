@@ -88,7 +88,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
     ledger: dict[Any, Node] = {}
     usage_ledger = doc.obj("usageLedger")
     for event in usage_ledger.array("events") if usage_ledger else []:
-        if event.is_obj() and event.get("toMessageId") is not None:
+        if event.is_obj() and isinstance(event.get("toMessageId"), (int, str)):
             ledger[event.get("toMessageId")] = event
     skipped: dict[str, int] = {}
     for message in doc.array("messages", required=True):
@@ -113,8 +113,9 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             usage_node = message.obj("usage")
             usage = _usage(usage_node) if usage_node is not None else None
             model = usage_node.string("model") if usage_node is not None else None
-            if usage is None and message.get("messageId") in ledger:
-                event = ledger[message.get("messageId")]
+            message_id = message.get("messageId")
+            if usage is None and isinstance(message_id, (int, str)) and message_id in ledger:
+                event = ledger[message_id]
                 tokens = event.obj("tokens")
                 if tokens is not None:
                     usage = _usage(Node({"inputTokens": tokens.get("input"), "outputTokens": tokens.get("output")},

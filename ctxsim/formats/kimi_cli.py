@@ -24,7 +24,6 @@ and cost are not in the wire log.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import IO
 
 from ctxsim.formats import FormatInfo, register
@@ -49,13 +48,6 @@ ABOUT = {
 
 # Where `ctxsim inspect` with no path looks (ctxsim.discover).
 DISCOVERY = {"folders": ("~/.kimi/sessions",), "files": "*/*/wire.jsonl"}
-
-
-def _ts(node: Node) -> str | None:
-    value = node.get("timestamp")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    return node.ts("timestamp")
 
 
 def _text(value: object) -> str:
@@ -102,7 +94,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             continue
         kind = message.string("type") or ""
         payload = message.obj("payload") or Node({}, source, node.line, (*node.path, "payload"))
-        ts = _ts(node)
+        ts = node.ts("timestamp")  # unix seconds
         if builder.header.get("ts") is None and ts:
             builder.header["ts"] = ts
         if kind in ("TurnBegin", "SteerInput"):

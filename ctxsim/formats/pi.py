@@ -104,7 +104,7 @@ class _Reader:
 
     def messages(self, entry: Node) -> list[Message]:
         """The canonical messages of one entry on the branch (none for entries not sent to the model)."""
-        kind = entry.get("type")
+        kind = entry.get("type") if isinstance(entry.get("type"), str) else "untyped"
         ts = entry.ts("timestamp")
         if kind == "custom_message":
             text, images = _text(entry.child("content"))
@@ -158,7 +158,7 @@ class _Reader:
 
 def _branch(entries: list[Node]) -> tuple[list[Node], int]:
     """The current branch (root to the last entry) and how many entries are off it."""
-    by_id = {e.get("id"): e for e in entries if isinstance(e.get("id"), str)}
+    by_id = {e.get("id"): e for e in entries if e.is_obj() and isinstance(e.get("id"), str)}
     if not entries:
         return [], 0
     if len(by_id) < len(entries) or not all("parentId" in e for e in entries):
@@ -166,7 +166,7 @@ def _branch(entries: list[Node]) -> tuple[list[Node], int]:
     path: list[Node] = []
     seen: set[str] = set()
     node: Node | None = entries[-1]
-    while node is not None and node.get("id") not in seen:
+    while node is not None and node.get("id") not in seen:  # every id is a string here (by_id holds them all)
         seen.add(node.get("id"))
         path.append(node)
         parent = node.get("parentId")

@@ -116,7 +116,7 @@ class _Reader:
 
 
 def _branch(records: list[Node]) -> tuple[list[Node], int]:
-    by_id = {r.get("uuid"): r for r in records if isinstance(r.get("uuid"), str)}
+    by_id = {r.get("uuid"): r for r in records if isinstance(r.get("uuid"), str)}  # all of them, else in order
     if not records or len(by_id) < len(records):
         return records, 0
     path: list[Node] = []
