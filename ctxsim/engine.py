@@ -298,6 +298,9 @@ class Replayer:
 
     def recorded(self, session: Session) -> list[_Recorded]:
         """What every run needs of each message of `session` (its texts counted in one batch first)."""
+        unknown = session.extra.get("conversation_unknown")
+        if unknown:  # a reader that could give the accounting only (Cline's ui_messages.json alone)
+            raise CtxsimError(f"{session.id}: cannot replay: {unknown}; `ctxsim inspect` shows its accounting")
         sizer = self.sizer
         ts = self._ts
         pin = set(self.setup.pin_tools)

@@ -306,7 +306,10 @@ def test_cline_without_its_conversation_file_says_so(tmp_path: Path):
     folder = tmp_path / "task"
     folder.mkdir()
     shutil.copy(TINY / "cline" / "ui_messages.json", folder)
+    # the accounting alone is read (issue 30: test_readers_cline.py); what needs the conversation says why not
     result = run_cli("inspect", str(folder / "ui_messages.json"))
+    assert result.exit_code == 0 and "no api_conversation_history.json beside it" in result.output
+    result = run_cli("replay", str(folder / "ui_messages.json"), "-p", "none")
     assert result.exit_code == 2
     assert "api_conversation_history.json" in result.output and "Traceback" not in result.output
 

@@ -161,6 +161,7 @@ def scan_directory(root: str, fmt: str | None, limits: Limits | None = None
     limits = limits if limits is not None else input_limits()
     found: list[str] = []
     ignored: list[tuple[str, str]] = []
+    infos: dict[str, FormatInfo] = {}
     table = formats()
     for folder, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -180,16 +181,25 @@ def scan_directory(root: str, fmt: str | None, limits: Limits | None = None
                 why = table[fmt].sniff(head)
                 if why is None:
                     found.append(path)
+                    infos[path] = table[fmt]
                 else:
                     ignored.append((path, f"not {fmt}: {why}"))
                 continue
             try:
-                detect(path, head)
+                infos[path] = detect(path, head)
             except CtxsimError:
                 ignored.append((path, "not a trace format ctxsim reads"))
                 continue
             found.append(path)
-    return found, ignored
+    kept = []
+    for path in found:
+        covered = infos[path].covered_by
+        other = covered(path) if covered is not None else None
+        if other is not None and other in infos:
+            ignored.append((path, f"read with {os.path.basename(other)} beside it"))
+        else:
+            kept.append(path)
+    return kept, ignored
 
 
 MAX_FIRST_LINE = 1 << 23  # read on (up to 8 MiB) until the first line is whole

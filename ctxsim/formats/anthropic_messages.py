@@ -165,6 +165,11 @@ def sniff(head: bytes) -> str | None:
         return "no 'messages' in the first bytes"
     if any(m in text for m in openai):
         return "OpenAI chat markers (tool_calls, choices, prompt_tokens)"
+    if shape != "jsonl" and '"parts"' in text and '"sessionID"' in text and '"info"' in text:
+        return "an OpenCode session export ({info, messages: [{info, parts}]}): opencode"
+    if shape != "jsonl" and ('"id": "T-' in text[:4000] or '"id":"T-' in text[:4000]) and (
+            '"messageId"' in text or '"toolUseID"' in text):
+        return "an Amp thread ({id: T-..., messages with messageId}): amp"
     if not any(m in text for m in anthropic) and '"system"' not in text[:3000]:
         return "no Anthropic markers (content blocks, stop_reason, a top-level system)"
     if any(k in text[:3000] for k in ('"trajectory"', '"trajectory_format"', '"history"')):
@@ -177,6 +182,7 @@ ABOUT = {
     "location": "wherever an API logger or proxy writes them",
     "records": "each request's system prompt, tools and messages, each response with Anthropic usage",
     "cannot_know": "requests the logger did not see; times unless the logger adds them",
+    "checked": "the Anthropic Messages API request and response shapes (API logs and proxies; fixtures)",
 }
 
 register(FormatInfo(name=NAME, description="Anthropic Messages API request/response JSON (or JSONL) logs",

@@ -163,6 +163,7 @@ ABOUT = {
     "cannot_know": "times of text-mode observations (format 1 keeps only response.created); tool definitions; "
                    "failed calls (counted in api_calls, no response logged); cache writes for providers that "
                    "do not report them",
+    "checked": "mini-swe-agent 2.3.0 trajectories (format 1.1, a public trajectory) and format 1",
 }
 
 register(FormatInfo(name=NAME, description="mini-swe-agent trajectories (messages with each provider response)",

@@ -468,6 +468,9 @@ def sniff(head: bytes) -> str | None:
             record = json.loads(raw)
         except ValueError:
             return "first line is not a JSON object"
+        if isinstance(record, dict) and record.get("type") == "session" and "cwd" in record and "timestamp" in record \
+                and not {"source", "model", "provider", "system"} & record.keys():
+            return "a Pi session header ({type: session, version, id, timestamp, cwd}): pi"
         if isinstance(record, dict) and record.get("type") in ("session", "message", "event") \
                 and (record.get("type") != "message" or record.get("role") in ROLES):
             return None

@@ -197,6 +197,8 @@ def sniff(head: bytes) -> str | None:
             return "an array of events, not chat messages"
         return None
     if '"messages"' in text[:2000] or '"request"' in text[:200]:
+        if '"parts"' in text and '"sessionID"' in text and '"info"' in text:
+            return "an OpenCode session export ({info, messages: [{info, parts}]}): opencode"
         if any(k in text[:3000] for k in ('"trajectory_format"', '"model_stats"', '"trajectory"')):
             return "an agent trajectory, not a chat log"
         return None
@@ -214,6 +216,7 @@ ABOUT = {
     "records": "the messages, tool calls and results; usage and time only where the log kept the responses",
     "cannot_know": "per-request usage of a bare message list; times; which messages a request really sent "
                    "unless each request is logged",
+    "checked": "OpenAI Chat Completions request and response shapes (fixtures)",
 }
 
 register(FormatInfo(name=NAME, description="OpenAI Chat Completions messages (+ usage), or request/response logs",

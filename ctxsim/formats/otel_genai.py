@@ -64,6 +64,7 @@ ABOUT = {
     "cannot_know": "message content the instrumentation did not capture (content capture is opt-in; then only "
                    "sizes in usage are known); the system prompt and tool definitions unless recorded; cache "
                    "counts from instrumentations that do not set them; calls made outside instrumented spans",
+    "checked": "any-agent's AgentTrace (a public trace) and OTLP JSON exports of the OpenTelemetry GenAI conventions",
 }
 
 

@@ -168,6 +168,7 @@ ABOUT = {
     "records": "the agent's message history; run totals only (tokens sent and received, API calls, cost)",
     "cannot_know": "per-request usage and cache counts (only run totals); times; the model in 0.x "
                    "(from the run directory name)",
+    "checked": "SWE-agent 0.x trajectories (a public trajectory) and 1.x",
 }
 
 register(FormatInfo(name=NAME, description="SWE-agent .traj trajectories (history messages; run totals only)",
