@@ -140,8 +140,16 @@ def unexpected(exc: BaseException, command: str | None, inputs: Sequence[str]) -
 
 
 def fail(message: str) -> NoReturn:
-    typer.echo(f"ctxsim: error: {message}", err=True)
+    typer.echo(error_line(message), err=True)
     raise typer.Exit(2)
+
+
+def error_line(message: str) -> str:
+    """The one line of an error: whatever a reader quoted of a trace passes the secret rules once more
+    (a value quoted raw anywhere still never prints a key)."""
+    from ctxsim.redact import redact
+
+    return f"ctxsim: error: {redact(message)}"
 
 
 def default_trace() -> str:
@@ -201,7 +209,7 @@ def main() -> None:
     try:
         sys.exit(_run_app(sys.argv[1:]))
     except CtxsimError as exc:
-        typer.echo(f"ctxsim: error: {exc}", err=True)
+        typer.echo(error_line(str(exc)), err=True)
         sys.exit(2)
     except BrokenPipeError:
         sys.stderr.close()

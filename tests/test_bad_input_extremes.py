@@ -110,3 +110,70 @@ def test_the_last_resort_line_names_the_command_as_typed(tmp_path: Path, monkeyp
     assert len(lines) == 1 and "internal error in ctxsim inspect on" in lines[0], err
     assert "`ctxsim --debug inspect ...`" in lines[0] and "inspect_command" not in err
     assert "secret trace content" not in err
+
+
+# ---------------------------------------------------------------- secrets in what is quoted
+
+KEY = "sk-ant-api03-" + "Zx9" * 30  # the shape of an Anthropic key, not a real one
+TINY = Path(__file__).resolve().parent / "fixtures" / "tiny"
+
+
+def _records(name: str) -> list[dict]:
+    return [json.loads(line) for line in (TINY / name).read_text().splitlines() if line.strip()]
+
+
+def _write(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+@pytest.mark.parametrize("field", ["role", "ts"])
+def test_a_key_in_a_native_field_is_never_echoed_in_the_error(tmp_path: Path, field: str) -> None:
+    records = _records("native.jsonl")
+    records[1][field] = KEY
+    path = _write(tmp_path / "t.jsonl", records)
+    code, out, err = _run(["inspect", str(path)])
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert str(path) + ":2" in err and "[REDACTED:anthropic_key]" in err
+    assert "Zx9Zx9" not in err + out
+
+
+def test_a_long_value_is_quoted_cut_short(tmp_path: Path) -> None:
+    records = _records("native.jsonl")
+    records[1]["role"] = "r" * 5000
+    path = _write(tmp_path / "t.jsonl", records)
+    code, _, err = _run(["inspect", str(path)])
+    assert code == 2 and "unknown role 'rrrr" in err and "...'" in err and len(err) < 400, err
+
+
+@pytest.mark.parametrize("where", ["session", "message"])
+def test_a_key_in_a_model_field_is_neither_echoed_nor_stored(tmp_path: Path, where: str) -> None:
+    """inspect (table and --json) and a compare's run.json never hold it; a note counts what was dropped."""
+    records = _records("native.jsonl")
+    if where == "session":
+        records[0]["model"] = KEY
+    else:
+        records[2]["model"] = KEY
+    path = _write(tmp_path / "t.jsonl", records)
+    outputs = []
+    for argv in (["inspect", str(path)], ["inspect", str(path), "--json"], ["validate", str(path)],
+                 ["compare", str(path), "--policies", "none", "-o", str(tmp_path / "run.json")]):
+        code, out, err = _run(argv)
+        # with the session's only model name dropped, a replay has no model to price as: one line, exit 2
+        assert code == 0 or (where == "session" and argv[0] != "inspect" and len(err.strip().splitlines()) == 1), err
+        outputs.append(out + err)
+    if where == "message":
+        outputs.append((tmp_path / "run.json").read_text())
+    assert not any("Zx9Zx9" in text for text in outputs)
+    notes = json.loads(outputs[1])["notes"]
+    assert any("not plausible model ids" in n for n in notes), notes
+
+
+def test_plausible_model_ids_are_kept() -> None:
+    from ctxsim.redact import plausible_model
+
+    for name in ("claude-opus-4-6[1m]", "anthropic/claude-3.5-sonnet", "gpt-4o-2024-08-06", "qwen3-coder:30b",
+                 "models/gemini-2.5-pro", "deepseek-v4-flash", "<synthetic>"):
+        assert plausible_model(name), name
+    for name in (KEY, "rm -rf /", "", "x" * 200, "a\nb", "AKIAABCDEFGHIJKLMNOP"):
+        assert not plausible_model(name), name
