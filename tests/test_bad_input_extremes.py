@@ -177,3 +177,35 @@ def test_plausible_model_ids_are_kept() -> None:
         assert plausible_model(name), name
     for name in (KEY, "rm -rf /", "", "x" * 200, "a\nb", "AKIAABCDEFGHIJKLMNOP"):
         assert not plausible_model(name), name
+
+
+# ---------------------------------------------------------------- valid inputs said plainly
+
+def test_integral_floats_are_token_counts_in_the_native_format(tmp_path: Path) -> None:
+    """`1300.0` is read as 1300 (some JSON writers spell every number as a float); `12.5`, NaN and
+    infinities are still refused, naming the field and the value."""
+    records = _records("native.jsonl")
+    as_int = _write(tmp_path / "a.jsonl", records)
+    for r in records:
+        if "usage" in r:
+            r["usage"] = {k: float(v) for k, v in r["usage"].items()}
+    as_float = _write(tmp_path / "b.jsonl", records)
+    totals = [json.loads(_run(["inspect", str(p), "--json"])[1])["totals"] for p in (as_int, as_float)]
+    assert totals[0] == totals[1] and totals[0]["input_tokens"] == 2500
+    for bad, shown in ((12.5, "12.5"), (float("nan"), "nan"), (float("inf"), "inf")):
+        records[2]["usage"]["input_tokens"] = bad
+        path = _write(tmp_path / "c.jsonl", records)
+        code, _, err = _run(["inspect", str(path)])
+        assert code == 2 and f"{path}:3:" in err and "usage.input_tokens' must be an integer, got " + shown in err, err
+
+
+@pytest.mark.parametrize("command", ["replay", "compare"])
+def test_a_trace_with_no_model_request_says_there_was_nothing_to_replay(tmp_path: Path, command: str) -> None:
+    records = [r for r in _records("native.jsonl") if r.get("role") in (None, "user")]
+    path = _write(tmp_path / "q.jsonl", records)
+    argv = [command, str(path)] + (["--policies", "none,clear"] if command == "compare" else [])
+    code, out, err = _run(argv)
+    assert code == 0, err
+    assert "nothing to replay: the trace holds no model request" in out + err
+    code, out, err = _run([command, str(_write(tmp_path / "full.jsonl", _records("native.jsonl")))])
+    assert code == 0 and "nothing to replay" not in out + err

@@ -66,8 +66,11 @@ class _Checker:
         value = record.get(key)
         if value is None:
             return None
+        if isinstance(value, float) and value.is_integer():  # `1300.0`, as some JSON writers spell a count
+            value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(f"field '{where}{key}' must be an integer, got {_kind(value)}")
+            what = f"{value!r}" if isinstance(value, float) else _kind(value)  # 12.5, nan, inf
+            raise self.fail(f"field '{where}{key}' must be an integer, got {what}")
         if value < 0:
             raise self.fail(f"field '{where}{key}' must not be negative, got {value}")
         if value > MAX_TOKENS:
