@@ -279,13 +279,13 @@ def _event(check: _Checker, record: dict[str, Any], session: _SessionBuilder) ->
     return Event(name, len(session.messages), ts, _extra(record, ("name", "ts")))
 
 
-def iter_records(lines: Iterable[bytes | None], path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_records(lines: Iterable[tuple[int, bytes | None]], path: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """Decode JSONL lines strictly; blank lines skipped; errors name the line.
 
     A line given as None was over the line limit (`HashingReader`); a UTF-8 byte-order mark
     on line 1 is allowed; a lone UTF-16 surrogate escape is not (not valid Unicode).
     """
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in lines:
         if raw is None:
             raise TraceError(path, number, f"line longer than --max-line-bytes "
                                            f"({input_limits().max_line_bytes:,} bytes)")
