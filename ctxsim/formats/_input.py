@@ -17,6 +17,7 @@ from ctxsim._support.collector import gc_paused
 from ctxsim._support.fileio import Limits, input_limits
 from ctxsim.errors import CtxsimError, TraceError, did_you_mean
 from ctxsim.formats import SNIFF_BYTES, FormatInfo, detect, formats
+from ctxsim.formats._plausible import plausible_models
 from ctxsim.formats._source import Source
 from ctxsim.model import Session, Trace
 
@@ -291,6 +292,7 @@ def _read_with(info: FormatInfo, path: str, data: bytes | None, skip_bad_lines: 
     finally:
         if data is None:
             stream.close()
+    sessions = plausible_models(sessions, file_report.notes)
     file_report.sessions = len(sessions)
     return info, sessions, digest, file_report
 

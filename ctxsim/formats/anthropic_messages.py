@@ -27,6 +27,7 @@ from ctxsim.formats._source import Source
 from ctxsim.formats._usage import usage_anthropic
 from ctxsim.formats.claude_code import _assistant_block, _Response
 from ctxsim.model import Message, Session
+from ctxsim.redact import quoted
 
 NAME = "anthropic-messages"
 
@@ -90,7 +91,7 @@ def _messages(request: Node, ts: str | None) -> list[Message]:
         elif role == "assistant":
             out.append(_assistant(m, ts))
         else:
-            raise m.fail(f"unknown role {role!r} (the Messages API has user and assistant)", "role")
+            raise m.fail(f"unknown role {quoted(role)} (the Messages API has user and assistant)", "role")
     return out
 
 

@@ -45,6 +45,7 @@ from ctxsim.formats._source import Source
 from ctxsim.formats._usage import split_model
 from ctxsim.formats.anthropic_messages import _assistant, _user
 from ctxsim.model import Message, Session, Usage
+from ctxsim.redact import quoted
 
 NAME = "cline"
 HISTORY = "api_conversation_history.json"
@@ -217,7 +218,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             elif role == "assistant":
                 out = [_assistant(node, ts)]
             else:
-                skipped[f"role {role!r}"] = skipped.get(f"role {role!r}", 0) + 1
+                skipped[f"role {quoted(role)}"] = skipped.get(f"role {quoted(role)}", 0) + 1
                 out = []
             converted[index] = out
         return converted[index]

@@ -31,6 +31,7 @@ from ctxsim.formats._sniff import head_text, sniff_json_head
 from ctxsim.formats._source import Source
 from ctxsim.formats._usage import any_usage, split_model
 from ctxsim.model import Message, Session, ToolCall
+from ctxsim.redact import quoted
 
 NAME = "openai-chat"
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
@@ -60,7 +61,7 @@ class _Messages:
             raise node.fail("must be a message (an object with role and content)")
         role = node.string("role", required=True)
         if role not in ROLES:
-            raise node.fail(f"unknown role {role!r} (expected one of {', '.join(sorted(ROLES))})", "role")
+            raise node.fail(f"unknown role {quoted(role)} (expected one of {', '.join(sorted(ROLES))})", "role")
         text, more = text_of(node.child("content"), _images)
         when = node.ts("ts") or node.ts("timestamp") or node.ts("created") or ts
         if role in ("system", "developer"):

@@ -28,6 +28,7 @@ from ctxsim.formats._sniff import sniff_json_object_text
 from ctxsim.formats._source import Source
 from ctxsim.formats._usage import split_model
 from ctxsim.model import Message, Session
+from ctxsim.redact import quoted
 
 NAME = "swe-agent"
 # SWE-agent 0.x model short names (sweagent/agent/models.py of that era) and what they called.
@@ -122,7 +123,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                     raise item.fail("is missing (a tool message answers a call)", "tool_call_ids")
                 builder.add(Message("tool", text, tool_call_id=call_id, extra_tokens=more, extra=frozen(extra)))
             else:
-                raise item.fail(f"unknown role {role!r} (expected system, user, assistant or tool)", "role")
+                raise item.fail(f"unknown role {quoted(role)} (expected system, user, assistant or tool)", "role")
     else:
         steps = doc.array("trajectory", required=True)
         for step in steps:
