@@ -1,0 +1,164 @@
+"""What a product's compaction lost, observed beside predicted: the loss meter checked against the agent.
+
+For every compaction a trace records (a part that `continues` another, with a `compaction` event):
+
+- observed (`observed.observe`): the tool calls after it whose target the context held before it,
+  with the tokens the agent got back;
+- predicted: the part before and the part after joined without what the product put back (as if it
+  had not compacted: `analysis.preset_check._joined`), replayed uncalibrated with a loss meter under
+  the product's own compaction stage (its preset's, the llm summarizer) made to fire exactly where the
+  product compacted (its trigger set between the prompt before that request and the prompt of it);
+  the meter's re-fetches and recall misses from that request to the preset's next compaction.
+
+When the part before holds redacted or hashed text (`[REDACTED_TEXT len=N sha=...]`), what it held
+cannot be known: the prediction is "unknown" (said so, never a number). `entry` makes the
+`validate --json` list entry (`{"after_request", "loss"}`), `table`/`notes` the terminal view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ctxsim.loss.observed import Observed
+from ctxsim.model import Session, Trace
+
+PRODUCT_STAGE = {  # the product's own compaction stage, its thresholds left to `predict`
+    "claude-code": "compact:keep_recent=0,clear_at_least=0,summarizer=llm",
+    "codex": "compact:keep_recent=0,keep_user_tokens=20000,clear_at_least=0,summarizer=llm",
+}
+DEFAULT_STAGE = "compact:keep_recent=0,clear_at_least=0,summarizer=llm"
+
+
+@dataclass(frozen=True)
+class Predicted:
+    refetches: int | None  # None: unknown (`why`)
+    refetch_tokens: int | None
+    recall_misses: int | None
+    request: int | None  # where the stage compacted (1-based in the joined session); None: it did not
+    why: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"refetches": self.refetches, "refetch_tokens": self.refetch_tokens,
+                               "recall_misses": self.recall_misses}
+        if self.why is not None:
+            out["unknown"] = self.why
+        return out
+
+
+@dataclass(frozen=True)
+class CompactionLoss:
+    session: str  # the part after the compaction
+    product: str
+    after_request: int  # the product compacted before this request (1-based in the joined session)
+    observed: Observed
+    predicted: Predicted
+
+    def loss_json(self) -> dict[str, Any]:
+        return {"observed": self.observed.to_json(), "predicted": self.predicted.to_json()}
+
+    @property
+    def scored(self) -> str:
+        """How the prediction sits beside what the agent did (the issue's targets)."""
+        p = self.predicted
+        if p.refetches is None or p.refetch_tokens is None:
+            return "unknown"
+        seen, said = len(self.observed.refetches), p.refetches
+        count_ok = abs(said - seen) <= 2 if seen < 4 else abs(said - seen) <= 0.5 * seen
+        tokens = self.observed.refetch_tokens
+        tokens_ok = (p.refetch_tokens == 0) if tokens == 0 else tokens / 2 <= p.refetch_tokens <= 2 * tokens
+        return "within" if count_ok and tokens_ok else "count off" if not count_ok else "tokens off"
+
+
+def entry(after_request: int, loss: dict[str, Any]) -> dict[str, Any]:
+    """One `validate --json` compactions entry's loss side (the presets check adds its own keys beside)."""
+    return {"after_request": after_request, "loss": loss}
+
+
+def redacted(session: Session) -> bool:
+    from ctxsim.loss.kinds import REDACTION
+
+    return any(REDACTION.search(m.content) for m in session.messages[:50] if m.content)
+
+
+def check(trace: Trace, tokenizer: str = "o200k_base") -> list[CompactionLoss]:
+    """Every recorded compaction of the trace: observed and predicted loss."""
+    from ctxsim.loss.observed import observe
+    from ctxsim.tokens import get_tokenizer
+
+    by_id = {s.id: s for s in trace.sessions}
+    count = get_tokenizer("o200k_base").count_batch
+    out = []
+    for after in trace.sessions:
+        before = by_id.get(str(after.extra.get("continues") or ""))
+        if before is None or not before.requests or not any(e.name == "compaction" for e in after.events):
+            continue
+        seen = [o for o in observe([before, after], count) if o.kind == "compaction"]
+        observed = seen[0] if seen else Observed("compaction", after.id, 0)
+        out.append(CompactionLoss(after.id, after.source or "?", before.requests + 1, observed,
+                                  predict(before, after, tokenizer)))
+    return out
+
+
+def predict(before: Session, after: Session, tokenizer: str = "o200k_base") -> Predicted:
+    """The loss meter on the product's compaction stage, fired where the product compacted."""
+    from ctxsim.analysis.preset_check import _joined
+    from ctxsim.api import Options, replay_choices
+    from ctxsim.policies.spec import resolve
+
+    if redacted(before) or redacted(after):
+        return Predicted(None, None, None, None, "the log's text is redacted or hashed: what the context held cannot "
+                                                 "be known, so no misses are counted from it")
+    joined, n_before = _joined(before, after)
+    trace = Trace(f"{before.id} joined", (joined,))
+    options = Options(tokenizer=tokenizer, jobs=1)
+    none = replay_choices(trace, "", resolve(["none"]), options).runs[0]
+    rows = [r for r in none.rows if r.kind == "request"]
+    if n_before >= len(rows):
+        return Predicted(0, 0, 0, None, None)
+    at, previous = rows[n_before].context_tokens, max(r.context_tokens for r in rows[:n_before])
+    # between the largest prompt before it and its own (no larger: it fires at the first that passes `at - 1`)
+    trigger = at - 1 if at <= previous else previous + (at - previous) // 2
+    stage = PRODUCT_STAGE.get(after.source or "", DEFAULT_STAGE)
+    spec = f"{stage},trigger={max(0, trigger)},compact_above={max(0, trigger)}"
+    run = replay_choices(trace, "", resolve([spec]), replace(options, loss=True)).runs[0]
+    compacts = sorted(e.request for e in run.events if e.kind == "compact")
+    if not compacts:
+        return Predicted(0, 0, 0, None, None)
+    start = compacts[0]
+    end = next((r for r in compacts[1:] if r > start), None)
+
+    def inside(request: int) -> bool:
+        return request >= start and (end is None or request < end)
+
+    loss = run.loss
+    fetched = [f for f in loss.refetches if inside(f.request)]
+    misses = sum(1 for m in loss.misses if inside(m.request))
+    return Predicted(len(fetched), sum(f.tokens for f in fetched), misses, start)
+
+
+def table(checks: list[CompactionLoss]) -> Any:
+    from ctxsim.reports._terminal import TableData
+
+    def n(value: int | None) -> str:
+        return "unknown" if value is None else f"{value:,}"
+
+    rows = [[c.session[-24:], c.product, f"before {c.after_request:,}", f"{len(c.observed.refetches):,}",
+             f"{c.observed.refetch_tokens:,}", n(c.predicted.refetches), n(c.predicted.refetch_tokens),
+             n(c.predicted.recall_misses), c.scored] for c in checks]
+    return TableData("what the product's compactions lost: re-fetches the agent made, beside the loss meter's",
+                     ["session", "product", "compacted", "re-fetched", "tokens", "predicted", "tokens",
+                      "recall misses", "meter"], rows, left=2)
+
+
+def notes(checks: list[CompactionLoss]) -> list[str]:
+    out = [("re-fetched = tool calls after the compaction whose target (a file, an identical command or search, a "
+            "URL) the context held before it, each once; predicted = the loss meter on the product's compaction stage "
+            "fired at the same request; meter 'within' = count within +/-50 % (or 2 where fewer than 4 were observed) "
+            "and tokens within 2x")]
+    unknown = {c.predicted.why for c in checks if c.predicted.why}
+    out.extend(sorted(f"unknown: {why}" for why in unknown))
+    return out
+
+
+__all__ = ["CompactionLoss", "Predicted", "check", "entry", "notes", "predict", "table"]
