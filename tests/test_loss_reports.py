@@ -34,7 +34,7 @@ def test_compare_table_has_the_loss_columns_and_stars_within_the_allowance() -> 
     result = result_of(margin=0)
     table = compare_table(result)
     col = table.headers.index("misses")
-    assert [row[col] for row in table.rows] == ["0", "2", "2", "2"]
+    assert [row[col] for row in table.rows] == ["0", "4", "4", "4"]
     # with no oracle and a margin of 0, only `none` keeps within the allowance: it is starred though dearer
     assert starred(result) == 0 and table.rows[0][0] == "none *"
     loose = result_of(margin=10)
@@ -42,8 +42,8 @@ def test_compare_table_has_the_loss_columns_and_stars_within_the_allowance() -> 
     costs = [cost_with_refetch(run) for run in loose.runs]
     assert best is not None and costs[best] == min(costs)
     assert cost_with_refetch(loose.runs[1]) == loose.runs[1].totals.cost_usd + loose.runs[1].loss.refetch_cost_usd
-    assert starred(result_of(max_misses=1)) == 0  # --max-misses replaces the oracle/margin rule
-    assert allowance(result_of(max_misses=1), 2) == 1
+    assert starred(result_of(max_misses=3)) == 0  # --max-misses replaces the oracle/margin rule
+    assert allowance(result_of(max_misses=3), 2) == 3
 
 
 def test_an_oracle_run_is_the_bound_and_never_starred() -> None:
@@ -69,9 +69,9 @@ def test_run_json_round_trip_keeps_the_loss_and_no_identifier(tmp_path: Path) ->
     assert "alpha_value" not in text and "BETA_LIMIT" not in text  # digests only, without --include-content
     data = json.loads(text)
     assert data["manifest"]["loss"]["refetch_assumption"].startswith("re-fetch estimate")
-    assert [r["loss"]["recall_misses"] for r in data["runs"]] == [0, 2, 2, 2]
+    assert [r["loss"]["recall_misses"] for r in data["runs"]] == [0, 4, 4, 4]
     back = RunResult.load(tmp_path / "run.json")
-    assert [run.loss.recall_misses for run in back.runs] == [0, 2, 2, 2]
+    assert [run.loss.recall_misses for run in back.runs] == [0, 4, 4, 4]
     assert [cost_with_refetch(r) for r in back.runs] == [cost_with_refetch(r) for r in result.runs]
     assert compare_table(back).rows == compare_table(result).rows
     assert back.dumps() == result.dumps()  # the same bytes again
@@ -84,7 +84,8 @@ def test_compare_cli_fits_80_columns_states_the_assumptions_and_checks_probes(tm
     with trace.open("w") as out:
         native.write(known_trace(), out)
     args = ["compare", str(trace), "-p", ",".join(SPECS[1:]), "--tokenizer", "chars4", "--no-calibrate",
-            "--probe", "BETA_LIMIT = 9191", "--probe", "re:gamma_\\w+", "--probe-at", "3", "-o", str(tmp_path / "out")]
+            "--probe", "BETA_LIMIT = BETA_CAP", "--probe", "re:gamma_\\w+", "--probe-at", "3",
+            "-o", str(tmp_path / "out")]
     run = CliRunner().invoke(app, args)
     assert run.exit_code == 0, run.output
     out = run.stdout
@@ -124,7 +125,7 @@ def test_replay_streams_with_the_same_misses_as_compare(tmp_path: Path) -> None:
     assert run.exit_code == 0, run.output
     assert "recall misses" in run.stdout
     data = json.loads((tmp_path / "r.json").read_text())
-    assert data["runs"][0]["loss"]["recall_misses"] == 2
+    assert data["runs"][0]["loss"]["recall_misses"] == 4
 
 
 def test_report_md_main_table_keeps_six_columns_with_the_misses() -> None:

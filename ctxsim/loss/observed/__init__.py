@@ -56,6 +56,7 @@ class Detector:
     target: Callable[[ToolCall], Target | None]
     slice_tokens: int  # the usual size of one read slice (the read tool's default window, in tokens)
     read_tools: frozenset[str] = frozenset()  # tools whose result is a file's text (a re-read is a slice of it)
+    write_tools: frozenset[str] = frozenset()  # tools that change something: their result is no re-fetch
     module: str = ""
 
     def reread_tokens(self, tool: str | None, source_tokens: int) -> int:
@@ -83,6 +84,26 @@ def detector(source: str | None) -> Detector:
     """The detector of a trace source; the generic one (shell commands, common read tools) for any other."""
     found = detectors()
     return found.get(source or "", found["generic"])
+
+
+_BY_SOURCE: dict[str | None, Detector] = {}
+
+
+def _of(source: str | None) -> Detector:
+    found = _BY_SOURCE.get(source)
+    if found is None:
+        found = _BY_SOURCE[source] = detector(source)
+    return found
+
+
+def reread_tokens(source: str | None, tool: str | None, source_tokens: int) -> int:
+    """`Detector.reread_tokens` of the detector of `source` (looked up once per source)."""
+    return _of(source).reread_tokens(tool, source_tokens)
+
+
+def refetchable(source: str | None, tool: str | None) -> bool:
+    """Whether a result of `tool` is one an agent fetches again (not a write's or an edit's acknowledgement)."""
+    return tool not in _of(source).write_tools
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from ctxsim.loss.observed import Detector, Target, arguments, file_target, first
 from ctxsim.loss.observed._shell import shell_target
 from ctxsim.model import ToolCall
 
-SLICE_TOKENS = 1_500  # a Read with offset/limit of about 100-150 lines of code
+SLICE_TOKENS = 1_000  # a Read with offset/limit of about 60-100 lines of code
 
 
 def target(call: ToolCall) -> Target | None:
@@ -30,4 +30,5 @@ def target(call: ToolCall) -> Target | None:
     return None
 
 
-register(Detector("claude-code", target, SLICE_TOKENS, frozenset(["Read", "NotebookRead"]), __name__))
+WRITES = frozenset(["Write", "Edit", "MultiEdit", "NotebookEdit", "TodoWrite", "TaskCreate", "TaskUpdate"])
+register(Detector("claude-code", target, SLICE_TOKENS, frozenset(["Read", "NotebookRead"]), WRITES, module=__name__))

@@ -29,4 +29,5 @@ def target(call: ToolCall) -> Target | None:
     return None
 
 
-register(Detector("cline", target, SLICE_TOKENS, frozenset(["read_file"]), __name__))
+WRITES = frozenset(["write_to_file", "replace_in_file", "apply_diff", "insert_content", "search_and_replace"])
+register(Detector("cline", target, SLICE_TOKENS, frozenset(["read_file"]), WRITES, module=__name__))

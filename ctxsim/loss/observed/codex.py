@@ -27,4 +27,5 @@ def target(call: ToolCall) -> Target | None:
     return None
 
 
-register(Detector("codex", target, SLICE_TOKENS, frozenset(SHELL_TOOLS), __name__))
+WRITES = frozenset(["apply_patch", "update_plan"])
+register(Detector("codex", target, SLICE_TOKENS, frozenset(SHELL_TOOLS), WRITES, module=__name__))

@@ -34,4 +34,6 @@ def target(call: ToolCall) -> Target | None:
     return None
 
 
-register(Detector("gemini-cli", target, SLICE_TOKENS, frozenset(["read_file", "read_many_files"]), __name__))
+WRITES = frozenset(["write_file", "replace", "edit", "save_memory"])
+READS = frozenset(["read_file", "read_many_files"])
+register(Detector("gemini-cli", target, SLICE_TOKENS, READS, WRITES, module=__name__))

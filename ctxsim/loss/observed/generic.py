@@ -25,4 +25,4 @@ def target(call: ToolCall) -> Target | None:
     return None
 
 
-register(Detector("generic", target, SLICE_TOKENS, frozenset(READS), __name__))
+register(Detector("generic", target, SLICE_TOKENS, frozenset(READS), module=__name__))

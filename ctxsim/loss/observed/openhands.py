@@ -30,4 +30,4 @@ def target(call: ToolCall) -> Target | None:
     return None
 
 
-register(Detector("openhands", target, SLICE_TOKENS, frozenset([*EDITORS, "read_file", "read"]), __name__))
+register(Detector("openhands", target, SLICE_TOKENS, frozenset([*EDITORS, "read_file", "read"]), module=__name__))
