@@ -46,13 +46,18 @@ def validate_command(
     from ctxsim.analysis import preset_check
 
     checks = preset_check.check(trace, tokenizer)  # the product's own compactions against its preset
+    from ctxsim.loss import compaction as loss_check
+
+    losses = loss_check.check(trace, tokenizer)  # what each lost: the agent's re-fetches beside the loss meter's
     if as_json:
+        compactions = loss_check.entries(losses, [(c.session, preset_check.compaction_entry(c)) for c in checks])
         typer.echo(json.dumps({**result.to_json(worst), "preset_checks": [c.to_json() for c in checks],
-                               "compactions": [preset_check.compaction_entry(c) for c in checks]},
-                              indent=1, sort_keys=True, ensure_ascii=False))
+                               "compactions": compactions}, indent=1, sort_keys=True, ensure_ascii=False))
         return
     tables, notes = validation_tables(result, worst)
     if checks:
         tables = [*tables, preset_check.table(checks), preset_check.sides_table(checks)]
         notes = [*notes, *preset_check.notes(checks)]
+    if losses:
+        tables, notes = [*tables, loss_check.table(losses)], [*notes, *loss_check.notes(losses)]
     print_tables(tables, notes, title=f"validate {result.trace}")

@@ -6,8 +6,8 @@ For every compaction a trace records (a part that `continues` another, with a `c
   with the tokens the agent got back;
 - predicted: the part before and the part after joined without what the product put back (as if it
   had not compacted: `analysis.preset_check._joined`), replayed uncalibrated with a loss meter under
-  the product's own compaction stage (its preset's, the llm summarizer) made to fire exactly where the
-  product compacted (its trigger set between the prompt before that request and the prompt of it);
+  the product's own compaction stage (its preset's, `stage_of`) made to fire exactly where the product
+  compacted (`at_request`; its own threshold out of reach);
   the meter's re-fetches and recall misses from that request to the preset's next compaction.
 
 When the part before holds redacted or hashed text (`[REDACTED_TEXT len=N sha=...]`), what it held
@@ -17,17 +17,28 @@ cannot be known: the prediction is "unknown" (said so, never a number). `entry` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ctxsim.loss.observed import Observed
 from ctxsim.model import Session, Trace
 
-PRODUCT_STAGE = {  # the product's own compaction stage, its thresholds left to `predict`
-    "claude-code": "compact:keep_recent=0,clear_at_least=0,summarizer=llm",
-    "codex": "compact:keep_recent=0,keep_user_tokens=20000,clear_at_least=0,summarizer=llm",
-}
+NEVER = 10**12  # the stage's own threshold, out of reach: it compacts where the product did (`at_request`) alone
 DEFAULT_STAGE = "compact:keep_recent=0,clear_at_least=0,summarizer=llm"
+_THRESHOLDS = ("trigger", "compact_above", "compact_at", "headroom_tokens", "trigger_on", "at_request")
+
+
+def stage_of(product: str | None) -> str:
+    """The product's own compaction stage (its preset's, the compact one) without its thresholds."""
+    from ctxsim.presets import presets
+
+    preset = presets().get(product or "")
+    stage = next((s for s in reversed(preset.stages) if s.startswith("compact:")), None) if preset else None
+    if stage is None:
+        return DEFAULT_STAGE
+    name, _, params = stage.partition(":")
+    kept = [p for p in params.split(",") if p and p.split("=", 1)[0] not in _THRESHOLDS]
+    return f"{name}:{','.join(kept)}"
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,7 @@ class Predicted:
 
 @dataclass(frozen=True)
 class CompactionLoss:
+    before: str  # the part the product compacted
     session: str  # the part after the compaction
     product: str
     after_request: int  # the product compacted before this request (1-based in the joined session)
@@ -75,6 +87,46 @@ def entry(after_request: int, loss: dict[str, Any]) -> dict[str, Any]:
     return {"after_request": after_request, "loss": loss}
 
 
+def entries(checks: list[CompactionLoss], others: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """`validate --json`'s "compactions": every compaction's entry, the loss beside what other analyses put in it
+    (`others`: (the compacted part's id, its entry), in order); a compaction no other analysis took is its own."""
+    by_before = {c.before: c for c in checks}
+    out = []
+    for before, other in others:
+        c = by_before.pop(before, None)
+        out.append(other if c is None else {**other, **entry(c.after_request, c.loss_json())})
+    out.extend(entry(c.after_request, c.loss_json()) for c in checks if c.before in by_before)
+    return out
+
+
+def summary(checks: list[CompactionLoss]) -> dict[str, Any]:
+    """The corpus line: how the loss meter scored on every compaction whose loss is known."""
+    known = [c for c in checks if c.predicted.refetches is not None]
+    return {
+        "compactions": len(checks), "known": len(known),
+        "observed_refetches": sum(len(c.observed.refetches) for c in known),
+        "observed_refetch_tokens": sum(c.observed.refetch_tokens for c in known),
+        "predicted_refetches": sum(c.predicted.refetches or 0 for c in known),
+        "predicted_refetch_tokens": sum(c.predicted.refetch_tokens or 0 for c in known),
+        "predicted_recall_misses": sum(c.predicted.recall_misses or 0 for c in known),
+        "within_targets": sum(1 for c in known if c.scored == "within"),
+    }
+
+
+def summary_line(checks: list[CompactionLoss]) -> str:
+    """`summary` in words (a note of `presets check`, `tune`)."""
+    s = summary(checks)
+    if not s["compactions"]:
+        return "loss meter: no recorded compaction to check it on"
+    text = (f"loss meter on {s['known']:,} of {s['compactions']:,} recorded compaction(s): the agents re-fetched "
+            f"{s['observed_refetches']:,} target(s) ({s['observed_refetch_tokens']:,} tokens), the meter predicted "
+            f"{s['predicted_refetches']:,} ({s['predicted_refetch_tokens']:,} tokens); {s['within_targets']:,} within "
+            "the targets (count +/-50 % or 2, tokens 2x)")
+    if s["known"] < s["compactions"]:
+        text += f"; {s['compactions'] - s['known']:,} unknown (redacted text)"
+    return text
+
+
 def redacted(session: Session) -> bool:
     from ctxsim.loss.kinds import REDACTION
 
@@ -87,7 +139,7 @@ def check(trace: Trace, tokenizer: str = "o200k_base") -> list[CompactionLoss]:
     from ctxsim.tokens import get_tokenizer
 
     by_id = {s.id: s for s in trace.sessions}
-    count = get_tokenizer("o200k_base").count_batch
+    count = get_tokenizer(tokenizer).count_batch  # the replay's tokenizer: observed and predicted in one count
     out = []
     for after in trace.sessions:
         before = by_id.get(str(after.extra.get("continues") or ""))
@@ -95,7 +147,7 @@ def check(trace: Trace, tokenizer: str = "o200k_base") -> list[CompactionLoss]:
             continue
         seen = [o for o in observe([before, after], count) if o.kind == "compaction"]
         observed = seen[0] if seen else Observed("compaction", after.id, 0)
-        out.append(CompactionLoss(after.id, after.source or "?", before.requests + 1, observed,
+        out.append(CompactionLoss(before.id, after.id, after.source or "?", before.requests + 1, observed,
                                   predict(before, after, tokenizer)))
     return out
 
@@ -111,17 +163,11 @@ def predict(before: Session, after: Session, tokenizer: str = "o200k_base") -> P
                                                  "be known, so no misses are counted from it")
     joined, n_before = _joined(before, after)
     trace = Trace(f"{before.id} joined", (joined,))
-    options = Options(tokenizer=tokenizer, jobs=1)
-    none = replay_choices(trace, "", resolve(["none"]), options).runs[0]
-    rows = [r for r in none.rows if r.kind == "request"]
-    if n_before >= len(rows):
+    if n_before >= joined.requests:
         return Predicted(0, 0, 0, None, None)
-    at, previous = rows[n_before].context_tokens, max(r.context_tokens for r in rows[:n_before])
-    # between the largest prompt before it and its own (no larger: it fires at the first that passes `at - 1`)
-    trigger = at - 1 if at <= previous else previous + (at - previous) // 2
-    stage = PRODUCT_STAGE.get(after.source or "", DEFAULT_STAGE)
-    spec = f"{stage},trigger={max(0, trigger)},compact_above={max(0, trigger)}"
-    run = replay_choices(trace, "", resolve([spec]), replace(options, loss=True)).runs[0]
+    spec = f"{stage_of(after.source)},trigger={NEVER},compact_above=0,at_request={n_before + 1}"
+    options = Options(tokenizer=tokenizer, jobs=1, loss=True)
+    run = replay_choices(trace, "", resolve([spec]), options).runs[0]
     compacts = sorted(e.request for e in run.events if e.kind == "compact")
     if not compacts:
         return Predicted(0, 0, 0, None, None)
@@ -161,4 +207,5 @@ def notes(checks: list[CompactionLoss]) -> list[str]:
     return out
 
 
-__all__ = ["CompactionLoss", "Predicted", "check", "entry", "notes", "predict", "table"]
+__all__ = ["CompactionLoss", "Predicted", "check", "entries", "entry", "notes", "predict", "summary", "summary_line",
+           "table"]
