@@ -127,6 +127,15 @@ def summary_line(checks: list[CompactionLoss]) -> str:
     return text
 
 
+def scored_on(traces: list[Trace], tokenizer: str = "o200k_base") -> tuple[dict[str, Any] | None, str | None]:
+    """How the meter scored on the recorded compactions of `traces` (`summary`, and a note in words); (None, None)
+    when they recorded none (`tune` says it beside its recommendation)."""
+    checks = [c for trace in traces for c in check(trace, tokenizer)]
+    if not checks:
+        return None, None
+    return summary(checks), "on your own compactions, " + summary_line(checks)
+
+
 def redacted(session: Session) -> bool:
     from ctxsim.loss.kinds import REDACTION
 
@@ -207,5 +216,5 @@ def notes(checks: list[CompactionLoss]) -> list[str]:
     return out
 
 
-__all__ = ["CompactionLoss", "Predicted", "check", "entries", "entry", "notes", "predict", "summary", "summary_line",
-           "table"]
+__all__ = ["CompactionLoss", "Predicted", "check", "entries", "entry", "notes", "predict", "scored_on", "stage_of",
+           "summary", "summary_line", "table"]

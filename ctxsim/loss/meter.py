@@ -22,9 +22,15 @@ definitions (`index.SessionIndex.always`); one missed inside another from the sa
 same request (`conftest.py` in `tests/conftest.py`) counts once, as the longer. Under `none` nothing
 is removed, so there is none.
 
-Re-fetches (open-loop cannot know what the agent would have done; this bounds it): a miss whose
-source is a tool result costs one re-read of that result; a source is re-read once, and again only
-after the policy next removes or stubs a tool result (the re-read copy would have gone the same way).
+Re-fetches (open-loop cannot know what the agent would have done; this bounds it): a tool result
+(not a write's or an edit's: `observed.refetchable`) is re-read once its misses weigh a whole
+identifier (`kinds.REFETCH_WEIGHTS`: a path, an error, a URL, a command; two symbols; a name inside
+another missed at the same request adds nothing), sized as the product's read tool re-reads it
+(`observed.reread_tokens`); a source is re-read once, and again only after the policy next removes
+or stubs a tool result (the re-read copy would have gone the same way). A summary a (simulated)
+model wrote (tagged `modelled`) holds, besides its text's identifiers, the share of what the agent
+had used that product summaries keep (`kinds.kept_by_summary`). Bare numbers, units and what a
+redaction marker hides are never in the vocabulary (`index`), so never a miss.
 `refetch.price` prices them. Work per request: proportional to what was appended and edited and to
 the identifiers the request's message uses.
 """
