@@ -23,6 +23,7 @@ from typing import Any
 from ctxsim.loss.observed import Observed
 from ctxsim.model import Session, Trace
 
+REDACTED_SHARE = 0.1  # a part whose texts hold redaction markers this often: its loss is unknown
 NEVER = 10**12  # the stage's own threshold, out of reach: it compacts where the product did (`at_request`) alone
 DEFAULT_STAGE = "compact:keep_recent=0,clear_at_least=0,summarizer=llm"
 _THRESHOLDS = ("trigger", "compact_above", "compact_at", "headroom_tokens", "trigger_on", "at_request")
@@ -137,9 +138,12 @@ def scored_on(traces: list[Trace], tokenizer: str = "o200k_base") -> tuple[dict[
 
 
 def redacted(session: Session) -> bool:
-    from ctxsim.loss.kinds import REDACTION
+    """Whether enough of the session's text is redacted or hashed that what its context held is unknown (a stray
+    marker, one redacted name, is not)."""
+    from ctxsim.loss.kinds import has_marker
 
-    return any(REDACTION.search(m.content) for m in session.messages[:50] if m.content)
+    texts = [m.content for m in session.messages if m.content]
+    return bool(texts) and sum(map(has_marker, texts)) >= REDACTED_SHARE * len(texts)
 
 
 def check(trace: Trace, tokenizer: str = "o200k_base") -> list[CompactionLoss]:

@@ -19,7 +19,7 @@ from itertools import chain, repeat
 from typing import Any
 
 from ctxsim.loss.identifiers import extract, extract_many, identifiers_of_lines, message_text
-from ctxsim.loss.kinds import REDACTION, discounted, redacted_identifiers
+from ctxsim.loss.kinds import discounted, has_marker, redacted_identifiers
 from ctxsim.model import Message, Session
 
 SOURCE_ROLES = ("user", "tool")  # where an identifier the agent later needs may come from
@@ -88,7 +88,7 @@ class SessionIndex:
         hidden: set[str] = set()
         redacted = 0
         for text in dict.fromkeys(read):
-            if "[" in text and REDACTION.search(text):
+            if has_marker(text):
                 redacted += 1
                 hidden |= redacted_identifiers(text)
         vocabulary = frozenset(x for x in vocabulary if x not in hidden and not discounted(x))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from functools import lru_cache
 
 from ctxsim.loss.identifiers import FILE_EXTENSIONS, reference_extract
 
@@ -57,6 +58,15 @@ def refetch_weight(identifier: str) -> float:
     return REFETCH_WEIGHTS[kind(identifier)]
 
 
+MARKER_HEADS = ("[REDACTED", "[HASHED", "[SANITISED", "[SANITIZED")  # how a `REDACTION` marker starts
+
+
+def has_marker(text: str) -> bool:
+    """Whether `text` holds a redaction marker (substring tests first: most texts hold none)."""
+    return any(head in text for head in MARKER_HEADS) and REDACTION.search(text) is not None
+
+
+@lru_cache(maxsize=1 << 16)
 def kind(identifier: str) -> str:
     """The kind of an identifier the rules found: path, url, error, command, hash, ticket, number, unit, symbol or
     quoted."""
@@ -91,7 +101,7 @@ def discounted(identifier: str) -> bool:
 
 def redacted_identifiers(text: str) -> set[str]:
     """The identifiers the rules would find inside the redaction markers of `text` (none when it has none)."""
-    if "[" not in text:
+    if not has_marker(text):
         return set()
     markers = REDACTION.findall(text)
     if not markers:
@@ -99,5 +109,5 @@ def redacted_identifiers(text: str) -> set[str]:
     return set(reference_extract("\n".join(markers)))
 
 
-__all__ = ["REDACTION", "REFETCH_WEIGHTS", "RETAINED", "UNITS", "WEIGHTS", "discounted", "kept_by_summary", "kind",
-           "redacted_identifiers", "refetch_weight", "weight"]
+__all__ = ["REDACTION", "REFETCH_WEIGHTS", "RETAINED", "UNITS", "WEIGHTS", "discounted", "has_marker",
+           "kept_by_summary", "kind", "redacted_identifiers", "refetch_weight", "weight"]
