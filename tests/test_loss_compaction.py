@@ -8,7 +8,16 @@ from hypothesis import strategies as st
 
 from ctxsim.engine import Replayer, Setup
 from ctxsim.loss import TraceIndex, metered_run
-from ctxsim.loss.compaction import CompactionLoss, Predicted, check, entries, stage_of, summary, summary_line
+from ctxsim.loss.compaction import (
+    CompactionLoss,
+    Predicted,
+    check,
+    entries,
+    scored_on,
+    stage_of,
+    summary,
+    summary_line,
+)
 from ctxsim.loss.kinds import RETAINED, kept_by_summary
 from ctxsim.loss.observed import Observed, Refetch, Target, detector, detectors
 from ctxsim.model import Event, Message, Session, ToolCall, Trace
@@ -135,3 +144,38 @@ def test_no_size_is_negative_in_a_metered_run(sizes: list[int], keep: int) -> No
     assert all(f.tokens >= 0 for f in run.loss.refetches)
     assert all(m.source_tokens >= 0 for m in run.loss.misses)
     assert run.loss.miss_source_tokens >= 0 and run.loss.refetch_cost_usd >= 0
+
+
+def test_tune_is_told_how_the_meter_scored_only_where_there_were_compactions() -> None:
+    meter, note = scored_on([compacted()], "chars4")
+    assert meter is not None and meter["compactions"] == 1 and meter["observed_refetches"] == 1
+    assert note is not None and note.startswith("on your own compactions, loss meter on 1 of 1")
+    alone = Trace("t", (compacted().sessions[0],))
+    assert scored_on([alone], "chars4") == (None, None)
+
+
+def test_validate_json_puts_each_compactions_loss_in_its_entry(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from typer.testing import CliRunner
+
+    from ctxsim.cli import app
+    from ctxsim.formats import native
+
+    from dataclasses import replace
+
+    from ctxsim.model import Usage
+
+    def billed(session: Session) -> Session:  # each answer with a recorded usage, to validate against
+        return replace(session, messages=tuple(replace(m, usage=Usage(input_tokens=1_000 * (i + 1), output_tokens=20))
+                                               if m.role == "assistant" else m for i, m in enumerate(session.messages)))
+
+    path = tmp_path / "compacted.jsonl"
+    with path.open("w") as out:
+        native.write(Trace("t", tuple(map(billed, compacted().sessions))), out)
+    run = CliRunner().invoke(app, ["validate", str(path), "--json", "--tokenizer", "chars4", "--no-calibrate"])
+    assert run.exit_code == 0, run.output
+    [entry] = json.loads(run.stdout)["compactions"]
+    assert entry["after_request"] == 4
+    assert entry["loss"]["observed"]["refetches"] == 1
+    assert set(entry["loss"]["predicted"]) == {"refetches", "refetch_tokens", "recall_misses"}
