@@ -156,14 +156,12 @@ def test_tune_is_told_how_the_meter_scored_only_where_there_were_compactions() -
 
 def test_validate_json_puts_each_compactions_loss_in_its_entry(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import json
+    from dataclasses import replace
 
     from typer.testing import CliRunner
 
     from ctxsim.cli import app
     from ctxsim.formats import native
-
-    from dataclasses import replace
-
     from ctxsim.model import Usage
 
     def billed(session: Session) -> Session:  # each answer with a recorded usage, to validate against
