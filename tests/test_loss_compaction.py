@@ -12,6 +12,7 @@ from ctxsim.loss.compaction import (
     CompactionLoss,
     Predicted,
     check,
+    clearings,
     entries,
     scored_on,
     stage_of,
@@ -177,3 +178,12 @@ def test_validate_json_puts_each_compactions_loss_in_its_entry(tmp_path) -> None
     assert entry["after_request"] == 4
     assert entry["loss"]["observed"]["refetches"] == 1
     assert set(entry["loss"]["predicted"]) == {"refetches", "refetch_tokens", "recall_misses"}
+
+
+def test_a_product_clearing_is_listed_with_what_was_refetched_after_it() -> None:
+    before, after = compacted().sessions
+    whole = Session(id="w", source="claude-code", messages=before.messages + after.messages[1:],
+                    events=(Event("microcompact", len(before.messages), None, {}),))
+    [cleared] = clearings(Trace("t", (whole,)), "chars4")
+    assert cleared["session"] == "w" and cleared["observed"]["refetches"] == 1
+    assert clearings(compacted(), "chars4") == []

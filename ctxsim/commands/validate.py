@@ -51,8 +51,10 @@ def validate_command(
     losses = loss_check.check(trace, tokenizer)  # what each lost: the agent's re-fetches beside the loss meter's
     if as_json:
         compactions = loss_check.entries(losses, [(c.session, preset_check.compaction_entry(c)) for c in checks])
+        cleared = loss_check.clearings(trace, tokenizer)  # the product's own clearings: observed only
         typer.echo(json.dumps({**result.to_json(worst), "preset_checks": [c.to_json() for c in checks],
-                               "compactions": compactions}, indent=1, sort_keys=True, ensure_ascii=False))
+                               "compactions": compactions, **({"clearings": cleared} if cleared else {})},
+                              indent=1, sort_keys=True, ensure_ascii=False))
         return
     tables, notes = validation_tables(result, worst)
     if checks:

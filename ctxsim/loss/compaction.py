@@ -165,6 +165,19 @@ def check(trace: Trace, tokenizer: str = "o200k_base") -> list[CompactionLoss]:
     return out
 
 
+def clearings(trace: Trace, tokenizer: str = "o200k_base") -> list[dict[str, Any]]:
+    """The re-fetches after every product clearing the log shows (Claude Code's microcompact): observed only (the
+    product's clearing is not replayed, so no prediction stands beside them)."""
+    from ctxsim.loss.observed import observe
+
+    if not any(e.name == "microcompact" for s in trace.sessions for e in s.events):
+        return []
+    from ctxsim.tokens import get_tokenizer
+
+    return [{"session": o.session, "observed": o.to_json()}
+            for o in observe(trace.sessions, get_tokenizer(tokenizer).count_batch) if o.kind == "clearing"]
+
+
 def predict(before: Session, after: Session, tokenizer: str = "o200k_base") -> Predicted:
     """The loss meter on the product's compaction stage, fired where the product compacted."""
     from ctxsim.analysis.preset_check import _joined
@@ -220,5 +233,5 @@ def notes(checks: list[CompactionLoss]) -> list[str]:
     return out
 
 
-__all__ = ["CompactionLoss", "Predicted", "check", "entries", "entry", "notes", "predict", "scored_on", "stage_of",
-           "summary", "summary_line", "table"]
+__all__ = ["CompactionLoss", "Predicted", "check", "clearings", "entries", "entry", "notes", "predict", "scored_on",
+           "stage_of", "summary", "summary_line", "table"]
