@@ -77,16 +77,16 @@ def test_redacted_text_makes_the_prediction_unknown_never_a_number() -> None:
 def test_no_recall_miss_comes_from_a_redaction_marker_or_a_bare_number() -> None:
     marker = "[REDACTED_TEXT len=3021 sha=dc9e82a0]"
     session = Session(id="r", source="codex", messages=(
-        Message("user", f"{marker} took 276 KiB"),
-        Message("assistant", "", tool_calls=(ToolCall("1", "shell", {"command": ["bash", "-lc", "ls"]}),)),
-        Message("tool", "a.txt" + PAD, tool_call_id="1", name="shell"),
+        Message("user", "what took the room?"),
+        Message("assistant", "", tool_calls=(ToolCall("1", "shell", {"command": ["bash", "-lc", "du -h"]}),)),
+        Message("tool", f"{marker} took 276 KiB, 0.15 of it" + PAD, tool_call_id="1", name="shell"),
         Message("assistant", "", tool_calls=(ToolCall("2", "shell", {"command": ["bash", "-lc", "ls -la"]}),)),
         Message("tool", "b.txt" + PAD, tool_call_id="2", name="shell"),
         Message("assistant", f"{marker} 276 KiB 0.15")))
     replayer = Replayer(Trace("t", (session,)), MessageSizer(TokenCounter(get_tokenizer("chars4"))), Setup())
     run = metered_run(replayer, resolve(["clear:trigger=0,keep=0"])[0].policy, index=TraceIndex())
-    assert run.loss.misses == []
-    assert TraceIndex().of(session).redacted == 2  # the user's and the answer's text
+    assert [e.kind for e in run.events] and run.loss.misses == []  # the result was cleared, yet nothing is missed
+    assert TraceIndex().of(session).redacted == 2  # the result's and the answer's text
 
 
 def test_a_modelled_summary_keeps_the_measured_share_by_kind() -> None:
