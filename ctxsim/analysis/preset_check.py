@@ -89,7 +89,7 @@ class Side:
     preset never compacted)."""
 
     after_request: int | None = None  # it compacted after this request (1-based in the joined session)
-    prompt_before: int | None = None  # the prompt of the request it compacted after (preset: it compacted from)
+    prompt_before: int | None = None  # the prompt of the request it compacted after
     prompt_after: int | None = None  # the prompt of the first request after the compaction
     summary_tokens: int | None = None
     summarizer_cost_usd: Decimal | None = None  # the summarising call(s)
@@ -255,8 +255,9 @@ def _preset_side(run: Any, n_before: int) -> Side:
     event = min(compacts, key=lambda e: (abs(e.request - 1 - n_before), e.request))
     calls = [r for r in run.rows if r.kind == "summarize" and r.request == event.request]
     first = next((r for r in requests if r.request == event.request), None)
+    last = next((r for r in requests if r.request == event.request - 1), None)
     return Side(
-        after_request=event.request - 1, prompt_before=event.tokens_before,
+        after_request=event.request - 1, prompt_before=last.context_tokens if last is not None else None,
         prompt_after=first.context_tokens if first is not None else None,
         summary_tokens=calls[0].output_tokens if calls else None,
         summarizer_cost_usd=sum((r.cost_usd for r in calls), Decimal(0)) if calls else None,

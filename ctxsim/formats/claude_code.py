@@ -576,8 +576,10 @@ ABOUT = {
                 "<session id>/subagents/ in newer versions)",
     "records": "every message with its time; per API response the model and Anthropic usage (input, cache read, "
                "5-minute and 1-hour cache writes, output), split over several lines; compaction boundaries with "
-               "the summary and the tokens before; subagent sessions",
-    "cannot_know": "the system prompt and tool definitions (not logged); the compaction call's own usage; "
+               "the summary and the tokens before; subagent sessions; 2.1.3x on: an automatic compaction's "
+               "summarising call (subagents/agent-acompact-*.jsonl), linked to its compaction",
+    "cannot_know": "the system prompt and tool definitions (not logged); the compaction call's own usage before "
+                   "2.1.3x; what the product re-attaches after a compaction (files, todo list, plan); "
                    "the last response of a file cut short (placeholder output counts); cost (not recorded)",
 }
 

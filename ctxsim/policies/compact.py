@@ -29,6 +29,16 @@ edit rewrites the cached prefix and must pay for itself.
 The summarising request is metered as a side call (kind "summarize"): input = the summarised
 messages plus the instruction prompt, output = the summary. The summary ends with the current
 notes when a `notes` stage keeps a notes file for the session (`include_notes`).
+
+The products' own rules (the presets in ctxsim/presets set them, each with its source):
+`trigger_on=last_response` checks the threshold on the last response's total, the count a product has
+before it sends the next request (Claude Code's preTokens, Codex's total_tokens); `window_tokens` is
+the window the product sizes its threshold by (Claude Code: 200k unless the 1M variant); `keep_answers`
+keeps the assistant's final answers and developer messages beside the user messages (Codex's rebuilt
+history); `reattach=claude-code` puts back what Claude Code re-attaches after the summary (its newest
+files read, todo list and plan: ctxsim.policies._reattach); `summarizer_call` says how the summarising
+request is sent and billed (the span alone uncached; the whole prompt uncached, its cached prefix read,
+or all written to the cache); `at_request` compacts before one given request (a manual /compact).
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ The pipeline (each rule with its source):
 - No clearing stage. Claude Code's docs say it "clears older tool outputs first" (reference
   providers-and-products.md B.5), but in the recorded auto-compactions (2.0.76, 2.1.5) the product
   did not clear: no clearing record, the prompt climbs without a drop up to the compaction. The
-  time-based microcompact (after a 60-minute idle gap, reference providers-2026-update.md) is not
-  modelled.
+  time-based microcompact (after a 60-minute idle gap, reference providers-2026-update.md; the
+  `idle_clear` policy) is in `claude-code-microcompact` only: no transcript shows which versions run it.
 - Auto-compact once the prompt passes the window minus a headroom (`THRESHOLDS`, by version): measured
   `compact_boundary` preTokens 155,548 (2.0.76) and 155,554 (2.1.5) of a 200k window: window - 32k output
   reserve - 13k buffer = 155,000; the leaked source of later builds (providers-2026-update.md:
@@ -79,21 +79,32 @@ def for_version(version: str | None) -> tuple[str, int, str]:
     return spec, headroom, f"{source}; summarising call: {call_source}"
 
 
+STAGE = (f"compact:headroom_tokens={HEADROOM},window_tokens={WINDOW},trigger_on=last_response,keep_recent=0,"
+         f"clear_at_least=0,summarizer=llm,summary_tokens={SUMMARY_TOKENS},reattach=claude-code,"
+         f"summarizer_call={CALL}")
+
 register(Preset(
     name="claude-code",
     summary=f"Claude Code: auto-compact at window - {HEADROOM // 1000}k ({(WINDOW - HEADROOM) // 1000}k of 200k), "
             f"a {SUMMARY_TOKENS:,}-token summary, files/todo/plan re-attached; no clearing",
     source="Claude Code compact_boundary preTokens and summaries measured in 2.0.76 and 2.1.5 transcripts; "
            "acompact logs (2.1.3x); reference B.5 and providers-2026-update.md",
-    stages=(
-        (f"compact:headroom_tokens={HEADROOM},window_tokens={WINDOW},trigger_on=last_response,keep_recent=0,"
-         f"clear_at_least=0,summarizer=llm,summary_tokens={SUMMARY_TOKENS},reattach=claude-code,"
-         f"summarizer_call={CALL}"),
-    ),
+    stages=(STAGE,),
     notes=((f"the window is {WINDOW:,} whatever the model's listed window (the 1M variant: "
             "claude-code:window_tokens=1000000)"),
            ("2.1.30 on the summarising call reads the prompt cache (summarizer_call=cached), 2.1.186 on it re-writes "
             "it (summarizer_call=written): validate and presets check pick these by the transcript's version"),
            "the leaked source of later builds compacts at 167,000 of 200k: claude-code:headroom_tokens=33000"),
+    module=__name__,
+))
+
+register(Preset(
+    name="claude-code-microcompact",
+    summary="claude-code with the time-based microcompact first: after 60 idle minutes clear all but the newest 5 "
+            "tool results",
+    source="leaked microCompact.ts / timeBasedMCConfig.ts (providers-2026-update.md); not seen in a transcript",
+    stages=("idle_clear:gap_minutes=60,keep=5", STAGE),
+    notes=(("which versions run the time-based microcompact by default is not known: the plain claude-code preset "
+            "leaves it out, as the recorded compactions show no clearing"),),
     module=__name__,
 ))
