@@ -63,9 +63,14 @@ def validate_command(
     from ctxsim.analysis import preset_check
 
     checks = preset_check.check(trace, tokenizer)  # the product's own compactions against its preset
+    from ctxsim.loss import compaction as loss_check
+
+    losses = loss_check.check(trace, tokenizer)  # what each lost: the agent's re-fetches beside the loss meter's
     if as_json:
+        compactions = loss_check.entries(losses, [(c.session, preset_check.compaction_entry(c)) for c in checks])
+        cleared = loss_check.clearings(trace, tokenizer)  # the product's own clearings: observed only
         typer.echo(json.dumps({**shown.to_json(worst), **blocks, "preset_checks": [c.to_json() for c in checks],
-                               "compactions": [preset_check.compaction_entry(c) for c in checks]},
+                               "compactions": compactions, **({"clearings": cleared} if cleared else {})},
                               indent=1, sort_keys=True, ensure_ascii=False))
         return
     tables, notes = validation_tables(shown, worst)
@@ -77,4 +82,6 @@ def validate_command(
     if checks:
         tables = [*tables, preset_check.table(checks), preset_check.sides_table(checks)]
         notes = [*notes, *preset_check.notes(checks)]
+    if losses:
+        tables, notes = [*tables, loss_check.table(losses)], [*notes, *loss_check.notes(losses)]
     print_tables(tables, notes, title=f"validate {result.trace}")
