@@ -1,4 +1,5 @@
-"""Issue 25, second round: `validate --predict` takes no per-session setting from the scored requests.
+"""Issue 25, second round: `validate --predict` takes no per-session setting from the scored requests, and
+report.md says the predicted error beside `none` against the bill, as replay and compare do.
 
 The cache TTL inferred from recorded 1-hour writes and whether the log recorded any cache read (a model with no
 cache-read price replays with no cache) come from the fitted requests only: what the scored requests billed may
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from ctxsim.analysis.predict import predict, split
 from ctxsim.caching.anthropic import recorded_ttl
@@ -97,3 +99,27 @@ def test_a_cache_read_recorded_in_the_scored_part_only_does_not_turn_caching_on(
     # reads recorded in the fitted half: the provider did cache, the prediction reads too
     fitted = rebill(plain, 1, lambda u: replace(u, cache_read_tokens=2_000))
     assert all(r > 0 for _, r, _, _ in simulated(fitted))
+
+
+def test_report_md_says_the_predicted_error_beside_none(tmp_path: Path):
+    from ctxsim.api import replay_trace
+    from ctxsim.formats import native as native_format
+    from ctxsim.reports import render
+
+    trace = billed("claude-sonnet-4-5", "anthropic", SONNET_T0)
+    path = tmp_path / "billed.jsonl"
+    with path.open("w") as out:
+        native_format.write(trace, out)
+    result = replay_trace(str(path), ["none", "clear"], tokenizer="chars4", calibrate=True)
+    block = result.manifest["calibration"]["predicted"]
+    assert block["scored_requests"] == 4 and block["cost_error"] is not None
+    text = render("markdown", result, "md")
+    lines = text.splitlines()
+    said = [i for i, line in enumerate(lines) if line.startswith("None predicted (fitted on the first 50%")]
+    assert len(said) == 1
+    line = lines[said[0]]
+    assert f"cost {block['cost_error'] * 100:+.2f}%" in line and "scored on the other 4 requests" in line
+    assert f"hit rate {block['hit_rate_simulated'] * 100:.2f}% against {block['hit_rate_recorded'] * 100:.2f}%" in line
+    table = next(i for i, line in enumerate(lines) if line.startswith("| "))
+    assert said[0] < table  # said before any figure is read
+    assert "abcd" not in text and "wxyz" not in text  # no trace content

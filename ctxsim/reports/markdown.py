@@ -197,7 +197,9 @@ def comparison(result: RunResult, names: Sequence[str]) -> list[str]:
 
 
 def recorded_lines(result: RunResult) -> list[str]:
-    """Said above the table: `none` off the recorded bill by more than 3 %, the trace's own cost beside ctxsim's."""
+    """Said above the table: `none` off the recorded bill by more than 3 %, its predicted error beside it (fitted
+    on the first part of each session: analysis/predict), the trace's own cost beside ctxsim's."""
+    from ctxsim.analysis.predict import predicted_line
     from ctxsim.recorded import own_cost_line, warning
 
     out = []
@@ -206,6 +208,9 @@ def recorded_lines(result: RunResult) -> list[str]:
         line = warning(*pair)
         if line:
             out.append("⚠️ " + cell(line[0].upper() + line[1:]))
+        said = predicted_line(result.manifest)
+        if said:
+            out.append(cell(said[0].upper() + said[1:]))
     rec = recorded_of_result(result)
     own = own_cost_line(rec) if rec is not None else None
     if own:
