@@ -24,7 +24,7 @@ _INT = re.compile(r"^([0-9][0-9_]*)([kKmM]?)$")  # counts and sizes: never negat
 _NEGATIVE = re.compile(r"^\s*-\s*[0-9]")
 
 
-def _int(text: str) -> int:
+def parse_int(text: str) -> int:
     match = _INT.match(text.strip().replace(",", "_"))
     if not match:
         raise ValueError
@@ -79,7 +79,7 @@ def _convert(value: Any, tp: Any) -> Any:
         if isinstance(value, int):
             return value
         if isinstance(value, str):
-            return _int(value)
+            return parse_int(value)
         raise TypeError
     if tp is float:
         if isinstance(value, bool):

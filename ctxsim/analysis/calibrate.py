@@ -77,12 +77,12 @@ from typing import Any
 
 from ctxsim.analysis import cache_anchor
 from ctxsim.caching.recorded import FACTS_KEY
-from ctxsim.engine import Replayer, Setup, resolve
 from ctxsim.history import Item
 from ctxsim.model import Message, Session, Trace, Usage
 from ctxsim.policies import NoParams, Policy, Stages, parse_policy
 from ctxsim.policies.base import Edit, Replace, View
-from ctxsim.pricing import Bill, Pricer
+from ctxsim.pricing.prices import Bill, Pricer
+from ctxsim.replay.engine import Replayer, Setup, resolve
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import Framing, MessageSizer
 

@@ -122,8 +122,8 @@ def check(trace: Trace, tokenizer: str = "o200k_base") -> list[CompactionCheck]:
 
 def _check(before: Session, after: Session, event: Any, product: str, calibration: Any,
            tokenizer: str) -> CompactionCheck:
-    from ctxsim.api import Options, replay_choices
     from ctxsim.policies.spec import resolve
+    from ctxsim.replay.api import Options, replay_choices
 
     version = before.extra.get("cli_version") or after.extra.get("cli_version")
     spec, threshold, source = _spec(product, str(version) if version else None)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ctxsim.caching import CacheModel, CacheResult, _warmed
+from ctxsim.caching import CacheModel, CacheResult, warmed
 from ctxsim.history import History
 
 FACTS_KEY = "cache_facts"  # Session.extra key: {request number: (ceiling, floor, fresh), each int or None}
@@ -106,7 +106,7 @@ class RecordedFacts:
             now = capped(now, max(0, ceiling), writes, self._hour or (now.write_1h_tokens > 0 and not now.write_tokens))
         if floor is not None and previous is not None:
             shared = history.prefix_tokens(min(valid, previous + 1, n))  # the previous prompt and its response
-            now = _warmed(now, history.prompt_tokens, min(floor, shared))
+            now = warmed(now, history.prompt_tokens, min(floor, shared))
         if fresh is not None:
             now = unwritten(now, history.prompt_tokens, fresh)
         self.moved_down += max(0, real.read_tokens - now.read_tokens)

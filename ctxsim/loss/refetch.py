@@ -14,7 +14,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from ctxsim.pricing import Bill
+from ctxsim.pricing.prices import Bill
 
 CALL_OUTPUT_TOKENS = 50  # the tool call the agent would have written to fetch the result again
 ASSUMPTION = ("re-fetch estimate: every recall miss whose source was a tool result costs one extra turn that "

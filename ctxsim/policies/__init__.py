@@ -20,7 +20,7 @@ from ctxsim.registry import Registry
 # the registry and its helpers, and the contract's names a policy module imports from here (Context, Policy, View)
 __all__ = [
     "Context", "NoParams", "Policy", "PolicyInfo", "Stages", "View", "effective", "make_policy", "parse_policy",
-    "policies", "register", "replay_weight",
+    "policies", "register",
 ]
 
 
@@ -84,10 +84,3 @@ def effective(policy: Policy) -> dict[str, Any]:
         out["stages"] = [effective(s) for s in stages]
     return out
 
-
-def replay_weight(policy: Policy) -> float:
-    """About how long a replay under `policy` takes against one under `none`: the parallel runner's
-    table of measured weights (ctxsim.api.REPLAY_WEIGHTS), summed over a pipeline's stages."""
-    from ctxsim.api import replay_weight as weight
-
-    return weight(policy)

@@ -15,8 +15,8 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.table import Table
 
-from ctxsim.meter import Totals
-from ctxsim.run import RunResult, recorded_gap, recorded_of_result
+from ctxsim.replay.meter import Totals
+from ctxsim.replay.run import RunResult, recorded_gap, recorded_of_result
 
 
 @dataclass
@@ -128,7 +128,14 @@ def recorded_column(rec: Any) -> list[str]:
 
 def head_lines(result: RunResult) -> list[str]:
     """Lines said above the tables: the calibration used, `none` off the bill, the trace's own cost."""
-    from ctxsim.recorded import calibration_line, calibration_notes, coverage_line, gap_line, own_cost_line, warning
+    from ctxsim.replay.recorded import (
+        calibration_line,
+        calibration_notes,
+        coverage_line,
+        gap_line,
+        own_cost_line,
+        warning,
+    )
 
     out = []
     line = calibration_line(result.manifest)

@@ -149,7 +149,7 @@ def parse_budgets(text: str | None) -> list[Budget]:
     """`50k,100k,60%` -> budgets; None or empty: the policies as written."""
     if not text or not text.strip():
         return [AS_WRITTEN]
-    from ctxsim.params import _int
+    from ctxsim.params import parse_int
 
     out: list[Budget] = []
     for piece in (p.strip() for p in text.split(",")):
@@ -163,7 +163,7 @@ def parse_budgets(text: str | None) -> list[Budget]:
                 fraction = Fraction(piece)
                 budget = Budget(piece, fraction=fraction)
             else:
-                budget = Budget(piece, tokens=_int(piece))
+                budget = Budget(piece, tokens=parse_int(piece))
         except (ValueError, ZeroDivisionError):
             raise CtxsimError(f"--budgets: {piece!r} is neither tokens (50000, 50k) nor a fraction of the window "
                               "(60%, 0.6)") from None
@@ -343,7 +343,7 @@ class TraceTask:
     digest: str
     trace_id: str
     fmt: str | None
-    options: Any  # ctxsim.api.Options
+    options: Any  # ctxsim.replay.api.Options
     cells: tuple[CellSpec, ...]
     out_dir: str | None  # where the Parquet files go; None: none written
     dates: Any = None  # sweep_dates.DateRange: only the sessions that started in it; None: every session
@@ -420,9 +420,9 @@ def run_task(task: TraceTask) -> list[str] | tuple[str, str]:
 
 
 def _run_task(task: TraceTask) -> list[str]:
-    from ctxsim.engine import resolve as resolve_setup
     from ctxsim.formats import read_traces
     from ctxsim.policies.spec import Choice, resolve
+    from ctxsim.replay.engine import resolve as resolve_setup
     from ctxsim.tokens import DEFAULT
 
     opts = dataclasses.replace(task.options, jobs=1)
@@ -432,19 +432,19 @@ def _run_task(task: TraceTask) -> list[str]:
                           f"expected {task.digest[:19]}...)")
     skipped_sessions = None
     if task.dates is not None:  # --since/--until: the sessions that started in the range, counted
-        from ctxsim.sweep_dates import in_range
+        from ctxsim.replay.sweep_dates import in_range
 
         trace, outside, untimed = in_range(trace, task.dates)
         skipped_sessions = {"outside_dates": outside, "untimed": untimed}
     calibration: Any = None
     if opts.calibrate:  # as api.replay_trace does
         from ctxsim.analysis.calibrate import calibrated
-        from ctxsim.engine import Setup
+        from ctxsim.replay.engine import Setup
 
         trace, framing, setup, calibration = calibrated(trace, opts.tokenizer or DEFAULT, opts.framing,
                                                         Setup(hidden_prefix_tokens=opts.hidden_prefix_tokens))
         opts = dataclasses.replace(opts, framing=framing, hidden_prefix_tokens=setup.hidden_prefix_tokens)
-    from ctxsim.api import _setup_for
+    from ctxsim.replay.api import setup_for
 
     choices: list[Choice] = []
     budgets: list[int | None] = []
@@ -454,7 +454,7 @@ def _run_task(task: TraceTask) -> list[str]:
         if cell.budget.label != NO_BUDGET:
             window = cell.budget.tokens
             if window is None:
-                window = resolve_setup(trace, _setup_for(choice, opts)[2])[0].window
+                window = resolve_setup(trace, setup_for(choice, opts)[2])[0].window
             tokens = cell.budget.resolve(window)
             assert tokens is not None
             if tokens <= 0:
@@ -486,11 +486,11 @@ def _metered(trace: Any, path: str, choices: Sequence[Any], opts: Any) -> tuple[
     index for the trace's cells); the run artefact and each run's loss columns per session (LOSS_METERS)."""
     from ctxsim._support.collector import gc_paused
     from ctxsim._support.parallel import at_most
-    from ctxsim.api import _result, _tasks
     from ctxsim.loss import TraceIndex, metered_run
+    from ctxsim.replay.api import replay_tasks, run_result
 
     with gc_paused(), at_most(1):
-        tasks = _tasks(trace, choices, opts, ())
+        tasks = replay_tasks(trace, choices, opts, ())
         index = TraceIndex().prime(trace.sessions) if opts.loss else None
         if index is not None:
             from ctxsim.policies.oracle import share
@@ -506,12 +506,12 @@ def _metered(trace: Any, path: str, choices: Sequence[Any], opts: Any) -> tuple[
                 for sid, values in meter(run, replayer).items():
                     columns.setdefault(sid, {}).update(values)
             losses.append(columns)
-        return _result(tasks, runs, path), losses
+        return run_result(tasks, runs, path), losses
 
 
 def _recorded(trace: Any, provider: str | None) -> dict[str, dict[str, Any]]:
     """What each session's log says it was billed: its requests that recorded usage, priced as logged."""
-    from ctxsim.pricing import Bill, Pricer
+    from ctxsim.pricing.prices import Bill, Pricer
 
     pricers: dict[tuple[str, str], Any] = {}
     out: dict[str, dict[str, Any]] = {}
@@ -588,7 +588,7 @@ def _summary(task: TraceTask, cell: CellSpec, tokens: int | None, run: Any, mani
 def _arrow_table(cell: CellSpec, tokens: int | None, run: Any) -> Any:
     import pyarrow as pa
 
-    from ctxsim.meter import MONEY_FIELDS, Row, to_columns
+    from ctxsim.replay.meter import MONEY_FIELDS, Row, to_columns
 
     names = [f.name for f in dataclasses.fields(Row)]
     columns = to_columns(run.rows, Row)
@@ -668,7 +668,7 @@ def budgets_for(entry: PolicyEntry, budgets: Sequence[Budget]) -> list[Budget]:
 def plan(paths: Sequence[str], specs: Sequence[str], budgets: Sequence[Budget], options: Any, fmt: str | None,
          out_dir: str | None, dates: Any = None) -> Plan:
     from ctxsim.policies.spec import resolve
-    from ctxsim.pricing import price_data_version
+    from ctxsim.pricing.prices import price_data_version
 
     entries = resolve_policies(specs)  # bad specs fail before any work, and so do bad absolute budgets
     left_out: list[tuple[str, str]] = []
@@ -724,7 +724,7 @@ def execute(p: Plan, jobs: int, cluster: str | None = None,
             progress(len(task.cells))
 
     if cluster is not None:
-        from ctxsim.sweep_dask import run_on_cluster
+        from ctxsim.replay.sweep_dask import run_on_cluster
 
         run_on_cluster(cluster, tasks, run_task, take, jobs)
         return
@@ -881,7 +881,7 @@ class Report:
                  f"and were replayed; {counts['sessions_outside']:,} outside it skipped{untimed_text}")]
 
     def manifest(self) -> dict[str, Any]:
-        from ctxsim.pricing import price_data_latest_change, price_data_version
+        from ctxsim.pricing.prices import price_data_latest_change, price_data_version
 
         return {
             "schema": SCHEMA,

@@ -8,7 +8,6 @@ from typing import Any
 
 from ctxsim._support.collector import gc_paused
 from ctxsim._support.parallel import aside, at_most, plan_jobs, run_ordered
-from ctxsim.engine import DEFAULT_RESERVE, PolicyRun, Replayer, Setup
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import FileReport, read_traces
 from ctxsim.formats.native import SessionStream
@@ -16,8 +15,9 @@ from ctxsim.model import Session, Trace
 from ctxsim.params import as_dict
 from ctxsim.policies import Policy
 from ctxsim.policies.spec import Choice, resolve
-from ctxsim.recorded import RecordedSum, calibration_entry, not_calibrated
-from ctxsim.run import RunResult, add_recorded_gap, manifest, recorded_block
+from ctxsim.replay.engine import DEFAULT_RESERVE, PolicyRun, Replayer, Setup
+from ctxsim.replay.recorded import RecordedSum, calibration_entry, not_calibrated
+from ctxsim.replay.run import RunResult, add_recorded_gap, manifest, recorded_block
 from ctxsim.tokens import DEFAULT, TokenCounter, get_tokenizer, label
 from ctxsim.tokens.counting import Framing, MessageSizer
 
@@ -48,7 +48,7 @@ class Options:
     include_content: bool = False  # the miss list shows identifiers (redacted) instead of digests
 
 
-def _setup_for(choice: Choice, options: Options) -> tuple[str, Framing | None, Setup]:
+def setup_for(choice: Choice, options: Options) -> tuple[str, Framing | None, Setup]:
     preset = choice.preset
     tokenizer = options.tokenizer or (preset.tokenizer if preset else None) or DEFAULT
     framing = options.framing or (preset.framing if preset else None)
@@ -96,7 +96,7 @@ def replay_weight(policy: Policy) -> float:
 def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Options,
                 providers: Sequence[str], progress: Callable[[int], None] | None) -> RunResult:
     requests = sum(s.requests for s in trace.sessions)
-    runs = len(choices) * max(1, len(providers))  # as many as `_tasks` makes
+    runs = len(choices) * max(1, len(providers))  # as many as `replay_tasks` makes
     jobs = plan_jobs(options.jobs, runs, requests * runs)
     metered = options.loss or options.probes is not None  # the identifiers of every message: once, before the runs
     built: Callable[[], list[tuple[Any, ...]]] | None = None
@@ -104,9 +104,9 @@ def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Opt
         from ctxsim.loss import TraceIndex
         from ctxsim.policies.oracle import share
 
-        if jobs > 1:  # on several processes: built in one of them while this one counts the tokens (`_tasks`)
+        if jobs > 1:  # on several processes: built in one of them while this one counts the tokens (`replay_tasks`)
             built = aside(lambda: TraceIndex().built(trace.sessions), jobs)
-    tasks = _tasks(trace, choices, options, providers)
+    tasks = replay_tasks(trace, choices, options, providers)
     index = None
     if metered:
         index = TraceIndex().adopt(trace.sessions, built()) if built is not None else TraceIndex().prime(trace.sessions)
@@ -127,18 +127,18 @@ def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Opt
             progress(requests)
 
     heaviest = sorted(range(len(tasks)), key=lambda i: -replay_weight(tasks[i][0].policy))
-    return _result(tasks, run_ordered(task, len(tasks), jobs, done, heaviest), path, options=options)
+    return run_result(tasks, run_ordered(task, len(tasks), jobs, done, heaviest), path, options=options)
 
 
-_Task = tuple[Choice, "str | None", Replayer]
+ReplayTask = tuple[Choice, "str | None", Replayer]
 
 
-def _tasks(trace: Trace, choices: Sequence[Choice], options: Options, providers: Sequence[str],
-           record: bool = True) -> list[_Task]:
+def replay_tasks(trace: Trace, choices: Sequence[Choice], options: Options, providers: Sequence[str],
+           record: bool = True) -> list[ReplayTask]:
     """A replayer per set-up (one token memo per tokenizer), a task per choice (x provider)."""
     counters: dict[str, TokenCounter] = {}
     replayers: dict[tuple, Replayer] = {}
-    tasks: list[_Task] = []
+    tasks: list[ReplayTask] = []
     targets: list[tuple[str | None, str | None]] = [(None, None)]
     if providers:
         targets = []
@@ -149,7 +149,7 @@ def _tasks(trace: Trace, choices: Sequence[Choice], options: Options, providers:
             targets.append((name, given or options.model or DEFAULT_MODELS.get(name)))
     for provider, model in targets:
         for choice in choices:
-            tokenizer, framing, setup = _setup_for(choice, options)
+            tokenizer, framing, setup = setup_for(choice, options)
             if provider is not None:
                 setup = replace(setup, provider=provider, model=model, cache=options.cache)
             key = (tokenizer, framing, setup)
@@ -163,7 +163,7 @@ def _tasks(trace: Trace, choices: Sequence[Choice], options: Options, providers:
     return tasks
 
 
-def _result(tasks: list[_Task], results: Sequence[tuple[PolicyRun, list[str]]], path: str,
+def run_result(tasks: list[ReplayTask], results: Sequence[tuple[PolicyRun, list[str]]], path: str,
             recorded: RecordedSum | None = None, options: Options | None = None) -> RunResult:
     """The run artefact of finished tasks: each run labelled with its choice and set-up, price notes joined.
     `recorded`: the recorded bill added up as the sessions streamed (else it is the replayed trace's)."""
@@ -249,9 +249,9 @@ def _replay_stream(sessions: SessionStream, path: str, choices: Sequence[Choice]
     that name them, as `resolve` takes it from a whole trace: the sessions before those are held until then
     (usually none: the first session names them)."""
     from ctxsim.analysis.calibrate import MIN_REQUESTS
-    from ctxsim.engine import trace_model
-    from ctxsim.pricing import Pricer
-    from ctxsim.recorded import UsageCount
+    from ctxsim.pricing.prices import Pricer
+    from ctxsim.replay.engine import trace_model
+    from ctxsim.replay.recorded import UsageCount
     from ctxsim.reports._progress import progress_bar
 
     stream = iter(sessions)
@@ -266,7 +266,7 @@ def _replay_stream(sessions: SessionStream, path: str, choices: Sequence[Choice]
     runs = len(choices)
     with gc_paused(), at_most(opts.jobs), progress_bar(None, f"replaying {runs} run(s)",
                                                         enabled=None if show_progress else False) as advance:
-        tasks = _tasks(head, choices, opts, (), record=False)
+        tasks = replay_tasks(head, choices, opts, (), record=False)
         replayers = list(dict.fromkeys(replayer for _, _, replayer in tasks))
         counters = list(dict.fromkeys(replayer.sizer.counter for replayer in replayers))
         states = [replayer.start() for _, _, replayer in tasks]
@@ -305,7 +305,7 @@ def _replay_stream(sessions: SessionStream, path: str, choices: Sequence[Choice]
                    for (choice, _, replayer), state in zip(tasks, states, strict=True)]
         if meters:
             _stream_loss(tasks, results, meters)
-    result = _result(tasks, results, path, bill, options=opts)
+    result = run_result(tasks, results, path, bill, options=opts)
     trace = result.manifest["trace"]
     trace["digest"], trace["sessions"], trace["messages"] = sessions.digest, count, messages
     if opts.calibrate and usage.requests >= MIN_REQUESTS:  # may_record_usage said there was none
@@ -314,7 +314,7 @@ def _replay_stream(sessions: SessionStream, path: str, choices: Sequence[Choice]
     return result
 
 
-def _stream_loss(tasks: list[_Task], results: list[tuple[PolicyRun, list[str]]], meters: list) -> None:
+def _stream_loss(tasks: list[ReplayTask], results: list[tuple[PolicyRun, list[str]]], meters: list) -> None:
     """The loss reports of a streamed replay, their re-fetches priced at the primary model (the sessions are gone)."""
     from ctxsim.loss.refetch import price
 

@@ -11,7 +11,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from ctxsim.tune import REFETCH_ASSUMPTION, Measured, Outcome, Trial
+from ctxsim.tune.search import REFETCH_ASSUMPTION, Measured, Outcome, Trial
 
 # families the Anthropic API runs itself: context_management edit type and the params it has
 EDIT_TYPES = {"clear": "clear_tool_uses_20250919", "server_compact": "compact_20260112"}
@@ -184,7 +184,7 @@ def _measured_json(m: Measured | None) -> dict[str, Any] | None:
 def _setting_json(value: Any) -> Any:
     """A setting's value as JSON: a fraction of the limit as {"fraction_of_limit": f}, a value taken from another
     parameter as {"same_as": name}."""
-    from ctxsim.tune_space import Rel, Same
+    from ctxsim.tune.space import Rel, Same
 
     if isinstance(value, Rel):
         return {"fraction_of_limit": value.fraction}

@@ -23,11 +23,11 @@ from ctxsim.composition import Composition, Snapshots, column_of
 from ctxsim.errors import CtxsimError
 from ctxsim.history import Edit as Spliced
 from ctxsim.history import History, Item, PolicyViolation, SideCall, Splice
-from ctxsim.meter import EventRecord, Row, Totals, from_columns, to_columns
 from ctxsim.model import Message, Session, Trace, parse_ts
 from ctxsim.policies import Policy, effective
 from ctxsim.policies.base import DEFAULT_KIND, Drop, Edit, Insert, Observer, Replace, Summarize, Truncate, View
-from ctxsim.pricing import Bill, Pricer, price_data_version
+from ctxsim.pricing.prices import Bill, Pricer, price_data_version
+from ctxsim.replay.meter import EventRecord, Row, Totals, from_columns, to_columns
 from ctxsim.tokens.counting import Framing, MessageSizer, blocks
 
 DEFAULT_PROVIDER = "anthropic"
