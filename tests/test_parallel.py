@@ -96,7 +96,7 @@ def test_run_ordered_keeps_task_order_and_reports_each() -> None:
 
 
 def test_heavier_policies_are_handed_out_first() -> None:
-    from ctxsim.replay.api import replay_weight
+    from ctxsim.replay.plan import replay_weight
 
     weights = {c.label: replay_weight(c.policy) for c in resolve(["none", "scored", "clear", "ctxkit"])}
     assert weights["none"] == 1.0

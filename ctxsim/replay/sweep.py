@@ -423,7 +423,6 @@ def _run_task(task: TraceTask) -> list[str]:
     from ctxsim.formats import read_traces
     from ctxsim.policies.spec import Choice, resolve
     from ctxsim.replay.engine import resolve as resolve_setup
-    from ctxsim.tokens import DEFAULT
 
     opts = dataclasses.replace(task.options, jobs=1)
     trace = read_traces([task.path], task.fmt, skip_bad_lines=opts.skip_bad_lines)
@@ -437,14 +436,11 @@ def _run_task(task: TraceTask) -> list[str]:
         trace, outside, untimed = in_range(trace, task.dates)
         skipped_sessions = {"outside_dates": outside, "untimed": untimed}
     calibration: Any = None
-    if opts.calibrate:  # as api.replay_trace does
-        from ctxsim.analysis.calibrate import calibrated
-        from ctxsim.replay.engine import Setup
+    if opts.calibrate:  # as every replay does
+        from ctxsim.replay.runner import calibrate
 
-        trace, framing, setup, calibration = calibrated(trace, opts.tokenizer or DEFAULT, opts.framing,
-                                                        Setup(hidden_prefix_tokens=opts.hidden_prefix_tokens))
-        opts = dataclasses.replace(opts, framing=framing, hidden_prefix_tokens=setup.hidden_prefix_tokens)
-    from ctxsim.replay.api import setup_for
+        trace, opts, calibration = calibrate(trace, opts)
+    from ctxsim.replay.plan import setup_for
 
     choices: list[Choice] = []
     budgets: list[int | None] = []
@@ -486,20 +482,17 @@ def _metered(trace: Any, path: str, choices: Sequence[Any], opts: Any) -> tuple[
     index for the trace's cells); the run artefact and each run's loss columns per session (LOSS_METERS)."""
     from ctxsim._support.collector import gc_paused
     from ctxsim._support.parallel import at_most
-    from ctxsim.loss import TraceIndex, metered_run
-    from ctxsim.replay.api import replay_tasks, run_result
+    from ctxsim.replay import runner
+    from ctxsim.replay.api import run_result
+    from ctxsim.replay.plan import replay_tasks
 
     with gc_paused(), at_most(1):
         tasks = replay_tasks(trace, choices, opts, ())
-        index = TraceIndex().prime(trace.sessions) if opts.loss else None
-        if index is not None:
-            from ctxsim.policies.oracle import share
-
-            share(index)  # an oracle cell reads the same index
+        index = runner.loss_index(trace) if opts.loss else None  # an oracle cell reads the same index
         runs = []
         losses: list[dict[str, dict[str, Any]]] = []
         for choice, _, replayer in tasks:
-            run = metered_run(replayer, choice.policy, index=index) if opts.loss else replayer.run(choice.policy)
+            run = runner.run(replayer, choice.policy, index)
             runs.append((run, sorted(replayer.pricer.notes)))
             columns: dict[str, dict[str, Any]] = {}
             for meter in LOSS_METERS:

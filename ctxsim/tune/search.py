@@ -102,10 +102,8 @@ def load_targets(paths: Sequence[str], options: Any, fmt: str | None, budget: An
     from ctxsim.formats import read_traces
     from ctxsim.policies import make_policy
     from ctxsim.policies.spec import Choice
-    from ctxsim.replay.api import setup_for
-    from ctxsim.replay.engine import Replayer
-    from ctxsim.tokens import DEFAULT, TokenCounter, get_tokenizer
-    from ctxsim.tokens.counting import MessageSizer
+    from ctxsim.replay import runner
+    from ctxsim.replay.plan import replay_tasks
 
     counters: dict[str, Any] = {}
     out: list[Target] = []
@@ -113,53 +111,33 @@ def load_targets(paths: Sequence[str], options: Any, fmt: str | None, budget: An
         trace = read_traces([path], fmt, skip_bad_lines=options.skip_bad_lines)
         opts = options
         if opts.calibrate:
-            import dataclasses
-
-            from ctxsim.analysis.calibrate import calibrated
-            from ctxsim.replay.engine import Setup
-
-            trace, framing, setup, _ = calibrated(trace, opts.tokenizer or DEFAULT, opts.framing,
-                                                  Setup(hidden_prefix_tokens=opts.hidden_prefix_tokens))
-            opts = dataclasses.replace(opts, framing=framing, hidden_prefix_tokens=setup.hidden_prefix_tokens)
-        tokenizer, framing, setup = setup_for(Choice("none", make_policy("none")), opts)
-        counter = counters.get(tokenizer)
-        if counter is None:
-            counter = counters[tokenizer] = TokenCounter(get_tokenizer(tokenizer))
-        replayer = Replayer(trace, MessageSizer(counter, framing), setup)
+            trace, opts, _ = runner.calibrate(trace, opts)
+        [(_, _, replayer)] = replay_tasks(trace, [Choice("none", make_policy("none"))], opts, (), counters=counters)
         window = replayer.resolved.window
+        reserve = replayer.setup.output_reserve
         if budget is None:
-            limit = window - setup.output_reserve
+            limit = window - reserve
             if limit <= 0:
-                raise CtxsimError(f"{path}: the output reserve ({setup.output_reserve:,}) leaves nothing of the "
+                raise CtxsimError(f"{path}: the output reserve ({reserve:,}) leaves nothing of the "
                                   f"{window:,}-token window; give --budget or a smaller --reserve")
         else:
             limit = budget.resolve(window)
             if limit <= 0:
                 raise CtxsimError(f"{path}: --budget {budget.label} of a {window:,}-token window is 0 tokens")
-        out.append(Target(path, trace, replayer, window, limit, loss_index(trace)))
+        out.append(Target(path, trace, replayer, window, limit, runner.loss_index(trace)))
     return out
 
 
 # ---------------------------------------------------------------- measuring one run
 
 
-def loss_index(trace: Any) -> Any:
-    """The loss meter's identifier index of `trace`, built once and shared by every run on it (forked
-    workers inherit it)."""
-    from ctxsim.loss import TraceIndex
-    from ctxsim.policies.oracle import share
-
-    index = TraceIndex().prime(trace.sessions)
-    share(index)  # the oracle reads the same index
-    return index
-
-
 def measure(target: Target, policy: Any, progress: Callable[[int], None] | None = None) -> Measured:
     """Replay `policy` on `target` with a fresh loss meter watching; its re-fetches priced."""
-    from ctxsim.loss import metered_run
+    from ctxsim.replay import runner
 
-    run = metered_run(target.replayer, policy, progress, target.index)
+    run = runner.run(target.replayer, policy, target.index, progress=progress)
     loss = run.loss
+    assert loss is not None
     peak = run.totals.peak_context_tokens
     return Measured(run.totals.cost_usd, run.totals.cost_usd + loss.refetch_cost_usd, loss.recall_misses,
                     loss.distinct_identifiers, len(loss.refetches), peak, peak > target.limit, run.totals.events)
