@@ -16,7 +16,9 @@ from ctxsim.policies import make_policy, policies
 from ctxsim.policies.spec import resolve
 from ctxsim.tune.outputs import context_management, json_text, table, toml_text, trials_csv
 from ctxsim.tune.search import Measured, Outcome, Target, Trial
-from ctxsim.tune.space import SPACES, Rel, Same, concrete, grid_size, settings, shown
+from ctxsim.tune.space import Rel, Same, concrete, grid_size, settings, shown, spaces
+
+SPACES = spaces()  # as the policies declare them in their registrations
 
 
 @pytest.mark.parametrize("family", sorted(SPACES))

@@ -80,23 +80,17 @@ def replay_tasks(trace: Trace, choices: Sequence[Choice], options: Options, prov
     return tasks
 
 
-# About how long a replay under each policy takes against one under `none` (measured with
-# benchmarks/bench_compare.py), by policy name; a policy not named here weighs 1. Only the order
-# matters: a compare hands the heaviest runs to worker processes first. A scheduling hint of the
-# planner's, not part of the policy contract.
-REPLAY_WEIGHTS: dict[str, float] = {
-    "scored": 7.4, "clear": 2.8, "hierarchical": 2.6, "mask": 2.3, "compact": 2.2, "tiered": 2.2, "zones": 2.2,
-    "recent": 2.1, "oracle": 2.0, "server_compact": 1.9, "notes": 1.5, "truncate": 1.3, "amortized": 1.2,
-}
-
-
 def replay_weight(policy: Policy) -> float:
-    """About how long a replay under `policy` takes against one under `none`: REPLAY_WEIGHTS, summed over
-    a pipeline's stages."""
+    """About how long a replay under `policy` takes against one under `none` (each policy's `weight`, in its
+    registration; measured with benchmarks/bench_compare.py), summed over a pipeline's stages. Only the
+    order matters: the heaviest runs go to the worker processes first."""
+    from ctxsim.policies import policies
+
     stages = getattr(policy, "stages", None)
     if stages:
         return sum(replay_weight(stage) for stage in stages)
-    return REPLAY_WEIGHTS.get(policy.name, 1.0)
+    info = policies().get(policy.name)
+    return 1.0 if info is None else info.weight
 
 
 def heaviest_first(tasks: Sequence[ReplayTask]) -> list[int]:

@@ -14,7 +14,9 @@ its parent's Task call, as it is when both are read together).
 Budgets. A budget is absolute (`50k`, `120000`) or a fraction of the trace's window (`60%`,
 `0.6`; the window the replay resolves: `--window`, else the trace's, else the model's). What it
 sets depends on the policy family, stage by stage (a pipeline or a preset gets it in every stage
-that has one; it replaces what the spec or the preset wrote there):
+that has one; it replaces what the spec or the preset wrote there). Each policy declares what a budget
+sets in its own registration (`PolicyInfo.budget`, beside the policy); the manifest lists them
+(`budget_params`). Today:
 
     clear           trigger (when trigger_type is input_tokens)
     compact         trigger and compact_above (compact_at and headroom_tokens cleared)
@@ -68,17 +70,6 @@ CELLS_META_KEY = b"ctxsim.cells"
 NO_BUDGET = "-"
 LOSS_SCHEMA = "ctxsim.loss/1"  # the loss columns' rules (ctxsim.loss.SCHEMA): part of every cell's id
 OVERFLOW = "window-reserve"
-
-# family -> the parameters a budget of B tokens sets (None: cleared)
-BUDGET_PARAMS: dict[str, Callable[[int], dict[str, Any]]] = {
-    "clear": lambda b: {"trigger": b},
-    "compact": lambda b: {"trigger": b, "compact_above": b, "compact_at": None, "headroom_tokens": None},
-    "server_compact": lambda b: {"trigger": b},
-    "scored": lambda b: {"budget": b},
-    "tiered": lambda b: {"max_context_tokens": b},
-    "zones": lambda b: {"window": b},
-    "oracle": lambda b: {"budget": b},
-}
 
 # The loss columns: each function gets (PolicyRun, Replayer), the run metered (`run.loss`) by that replayer
 # (`replayer.trace` is the trace), and returns {session_id: {column: int | Decimal}}.
@@ -183,12 +174,27 @@ def _leaves(policy: Any) -> list[Any]:
 
 
 def _budget_of(leaf: Any, tokens: int) -> dict[str, Any] | None:
-    make = BUDGET_PARAMS.get(leaf.name)
-    if make is None:
+    """The parameters a budget of `tokens` sets in one stage, as its policy declares (`PolicyInfo.budget`)."""
+    from ctxsim.policies import policies
+
+    info = policies().get(leaf.name)
+    if info is None or info.budget is None:
         return None
-    if leaf.name == "clear" and getattr(leaf.params, "trigger_type", "input_tokens") != "input_tokens":
-        return None
-    return make(tokens)
+    return info.budget(leaf.params, tokens)
+
+
+def budget_params() -> dict[str, str]:
+    """What a budget sets, per policy that takes one (at its default parameters), as the manifest says it."""
+    from ctxsim.policies import policies
+
+    out: dict[str, str] = {}
+    for name, info in policies().items():
+        values = info.budget(info.params(), 1) if info.budget is not None else None
+        if values:
+            set_ = ", ".join(k for k, v in values.items() if v is not None)
+            cleared = ", ".join(k for k, v in values.items() if v is None)
+            out[name] = set_ + (f" ({cleared} cleared)" if cleared else "")
+    return out
 
 
 def takes_budget(policy: Any) -> bool:
@@ -885,11 +891,7 @@ class Report:
             "assumption": "open-loop replay: the agent's recorded outputs are replayed unchanged whatever the "
                           "policy does",
             "loss": self._loss_block(),
-            "budget_params": {
-                "clear": "trigger", "compact": "trigger, compact_above (compact_at, headroom_tokens cleared)",
-                "server_compact": "trigger", "scored": "budget", "tiered": "max_context_tokens", "zones": "window",
-                "oracle": "budget",
-                "others": "no budget: run once, budget '-'"},
+            "budget_params": budget_params() | {"others": "no budget: run once, budget '-'"},
             "budgets": [b.to_json() for b in self.plan.budgets],
             "policies": [{"label": e.label, "spec": e.spec, "effective": e.effective, "takes_budget": e.takes_budget,
                           "cells": {b.label: self._effective_at(e, b) for b in budgets_for(e, self.plan.budgets)}}
@@ -940,5 +942,5 @@ def csv_text(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return buffer.getvalue()
 
 
-__all__ = ["BUDGET_PARAMS", "LOSS_METERS", "Budget", "Plan", "Report", "TraceTask", "csv_text", "execute",
+__all__ = ["LOSS_METERS", "Budget", "Plan", "Report", "TraceTask", "csv_text", "execute",
            "expand_inputs", "is_corpus", "load_report", "parse_budgets", "plan", "run_task", "with_budget"]
