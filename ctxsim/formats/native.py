@@ -1,4 +1,4 @@
-"""ctxsim JSONL, version 1: the pinned native trace format (DESIGN.md section 3).
+"""ctxsim JSONL, version 1: the pinned native trace format.
 
 Read line by line (a file of any size streams: `stream_trace`), several sessions
 per file, unknown fields kept; the writer's output reads back and writes again to
@@ -609,5 +609,5 @@ def may_record_usage(path: str) -> bool:
         return True
 
 
-register(FormatInfo(name=NAME, description="ctxsim JSONL v1 (DESIGN.md section 3)",
+register(FormatInfo(name=NAME, description="ctxsim JSONL v1, the native trace format",
                     sniff=sniff, module=__name__, parse=parse, strict=True))

@@ -1,4 +1,4 @@
-"""The replay loop (DESIGN.md section 4).
+"""The replay loop.
 
 For each recorded model request, in order: append the messages that arrived
 since the previous request; let the policy decide; apply and check its edits;
