@@ -16,7 +16,7 @@ from ctxsim.cli import app
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import native
 from ctxsim.model import Trace, Usage
-from ctxsim.replay.sweep import Budget, parse_budgets
+from ctxsim.replay.budgets import Budget, parse_budgets
 from ctxsim.synth import synthesize
 
 WINDOW = 40_000  # small, so that some sessions pass window - reserve (20,000) under `none`
@@ -279,7 +279,7 @@ def test_a_trace_that_changes_is_an_error_not_a_wrong_cell(corpus: Path, tmp_pat
 def test_a_budget_sets_each_familys_threshold_in_a_fresh_policy():
     from ctxsim.policies import effective
     from ctxsim.policies.spec import resolve
-    from ctxsim.replay.sweep import takes_budget, with_budget
+    from ctxsim.replay.budgets import takes_budget, with_budget
 
     pipeline = resolve(["clear:trigger=155000,keep=3+compact:headroom_tokens=45000,summarizer=llm"])[0].policy
     before = effective(pipeline)

@@ -141,7 +141,8 @@ def test_one_process_a_pool_and_a_dask_cluster_agree_on_the_loss(corpus: Path, t
 
 def test_cells_swept_before_the_loss_columns_are_run_again(corpus: Path) -> None:
     """The loss rules are part of a cell's id: a resumed folder written without them does not mix in."""
-    from ctxsim.replay.sweep import AS_WRITTEN, PolicyEntry, cell_id
+    from ctxsim.replay.budgets import AS_WRITTEN
+    from ctxsim.replay.sweep import PolicyEntry, cell_id
 
     entry = PolicyEntry("none", "none", {"name": "none", "params": {}}, False)
     key = cell_id("sha256:x", entry, AS_WRITTEN, {"a": 1}, "prices")

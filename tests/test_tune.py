@@ -111,7 +111,7 @@ def test_the_recommendation_is_the_cheapest_feasible_within_the_misses(tuned: tu
 
 
 def test_the_recommended_policy_file_replays_to_the_same_numbers(trace: Path, tuned: tuple[Path, str]) -> None:
-    from ctxsim.replay.sweep import parse_budgets
+    from ctxsim.replay.budgets import parse_budgets
     from ctxsim.tune import search as tuning
 
     out, _ = tuned

@@ -115,7 +115,7 @@ def compare(
                    skip_bad_lines, jobs)
     set_limits(max_line_bytes, max_input_bytes, max_messages)
     opts = with_loss(opts, loss, probe, probes, probe_at, max_misses, miss_margin, include_content)
-    from ctxsim.replay.sweep import is_corpus
+    from ctxsim.replay.inputs import is_corpus
     from ctxsim.replay.sweep_dates import date_range
 
     dates = date_range(since, until, tz)

@@ -103,7 +103,7 @@ def tune(
         raise CtxsimError(f"--seed must not be negative, got {seed}")
     limit = None
     if budget is not None:
-        from ctxsim.replay.sweep import AS_WRITTEN, parse_budgets
+        from ctxsim.replay.budgets import AS_WRITTEN, parse_budgets
 
         try:
             parsed = parse_budgets(budget)
@@ -115,7 +115,7 @@ def tune(
         limit = parsed[0]
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, jobs)
-    from ctxsim.replay.sweep import expand_inputs
+    from ctxsim.replay.inputs import expand_inputs
 
     paths = expand_inputs(traces, fmt)
     files = _outputs(output) if output is not None else None

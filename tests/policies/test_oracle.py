@@ -24,8 +24,8 @@ from ctxsim.model import Message, Session, ToolCall, Trace
 from ctxsim.policies import NoParams, make_policy, policies
 from ctxsim.policies.oracle import NOTE_HEAD, Foresight, OracleParams, OraclePolicy, default_rules, rendered
 from ctxsim.policies.spec import resolve
+from ctxsim.replay.budgets import with_budget
 from ctxsim.replay.engine import Replayer, Setup
-from ctxsim.replay.sweep import with_budget
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import MessageSizer
 
