@@ -19,7 +19,7 @@ from ctxsim.replay.engine import DEFAULT_RESERVE, PolicyRun
 from ctxsim.replay.plan import ReplayTask, heaviest_first, replay_tasks
 from ctxsim.replay.recorded import RecordedSum, calibration_entry, not_calibrated
 from ctxsim.replay.run import RunResult, add_recorded_gap, manifest, recorded_block
-from ctxsim.tokens import label
+from ctxsim.tokens import DEFAULT, label
 from ctxsim.tokens.counting import Framing
 
 
@@ -135,10 +135,15 @@ def replay_trace(path: str, policy_specs: Sequence[str], *, fmt: str | None = No
     reports: list[FileReport] = []
     trace = read_traces([path], fmt, skip_bad_lines=opts.skip_bad_lines, report=reports)
     calibration = None
+    read = trace
     if opts.calibrate:  # skipped lines re-anchor the replay
         trace, opts, calibration = runner.calibrate(trace, opts, reports)
     result = _replay(trace, path, choices, opts, providers, show_progress)
     result.manifest["calibration"] = calibration_entry(trace, calibration) if opts.calibrate else not_calibrated()
+    if calibration is not None:  # the error `none` really has: fitted on each session's first half, scored on the rest
+        from ctxsim.analysis.predict import manifest_entry
+
+        result.manifest["calibration"]["predicted"] = manifest_entry(read, opts.tokenizer or DEFAULT, reports)
     return result
 
 
