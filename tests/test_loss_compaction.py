@@ -6,7 +6,6 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxsim.engine import Replayer, Setup
 from ctxsim.loss import TraceIndex, metered_run
 from ctxsim.loss.compaction import (
     CompactionLoss,
@@ -23,6 +22,7 @@ from ctxsim.loss.kinds import RETAINED, kept_by_summary
 from ctxsim.loss.observed import Observed, Refetch, Target, detector, detectors
 from ctxsim.model import Event, Message, Session, ToolCall, Trace
 from ctxsim.policies.spec import resolve
+from ctxsim.replay.engine import Replayer, Setup
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import MessageSizer
 
