@@ -145,6 +145,13 @@ def replay_trace(path: str, policy_specs: Sequence[str], *, fmt: str | None = No
         from ctxsim.tokens import DEFAULT
 
         result.manifest["calibration"]["predicted"] = manifest_entry(read, opts.tokenizer or DEFAULT, reports)
+    if "loss" in result.manifest:  # the verdict weighs the loss meter: how it scored on this trace's own compactions
+        from ctxsim.loss.compaction import scored_on
+        from ctxsim.tokens import DEFAULT
+
+        meter, said = scored_on([read], opts.tokenizer or DEFAULT)
+        if meter is not None:  # only then: the artefact of a trace that recorded no compaction keeps its bytes
+            result.manifest["loss"] = {**result.manifest["loss"], "meter_scored": meter, "meter_note": said}
     return result
 
 
