@@ -24,23 +24,21 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ctxsim"
 
 # Strongly connected groups of modules as they stand; each line says what ties it.
 KNOWN_CYCLES: list[frozenset[str]] = [
-    # the engine takes the provider's reasoning rule from analysis.calibrate, which replays through it (and
-    # asks analysis.growth, which asks it back)
-    frozenset({"ctxsim.analysis.calibrate", "ctxsim.analysis.growth", "ctxsim.replay.engine"}),
+    # the engine takes the provider's reasoning rule from analysis.calibrate, which replays through it
+    frozenset({"ctxsim.analysis.calibrate", "ctxsim.replay.engine"}),
     # the run artefact and the recorded bill beside it read each other
     frozenset({"ctxsim.replay.recorded", "ctxsim.replay.run"}),
     # the formats' face re-exports its helpers, which take the registry from the face
     frozenset({"ctxsim.formats", "ctxsim.formats._input", "ctxsim.formats._session"}),
-    # the terminal renderer and the analyses share number cells and sections: reports._terminal asks
-    # analysis.predict, which asks validate, cache_breaks and inspect, which ask reports._terminal and _fit;
-    # the loss section and the two renderers it shares cells with
-    frozenset({
-        "ctxsim.analysis.accounting", "ctxsim.analysis.cache_breaks", "ctxsim.analysis.inspect",
-        "ctxsim.analysis.predict", "ctxsim.analysis.validate", "ctxsim.reports._fit", "ctxsim.reports._loss",
-        "ctxsim.reports._terminal", "ctxsim.reports.markdown",
-    }),
+    # the loss section of the reports and the two renderers it shares cells with
+    frozenset({"ctxsim.reports._loss", "ctxsim.reports._terminal", "ctxsim.reports.markdown"}),
+    # inspect's prices and number cells, used by accounting and cache_breaks, which inspect calls
+    frozenset({"ctxsim.analysis.accounting", "ctxsim.analysis.cache_breaks", "ctxsim.analysis.inspect"}),
     # the synth face's option helpers and the billing module it calls
     frozenset({"ctxsim.synth", "ctxsim.synth.billing"}),
+    # compare's loss verdict asks loss.compaction how the meter scored on the trace's compactions, which
+    # replays through replay.api, as analysis.preset_check (whose joined parts it takes) does
+    frozenset({"ctxsim.analysis.preset_check", "ctxsim.loss.compaction", "ctxsim.replay.api"}),
 ]
 
 

@@ -109,7 +109,7 @@ def _product(session: Session) -> str | None:
     return session.source if session.source in PRODUCTS else None
 
 
-def rejoined(before: Session, after: Session) -> tuple[Session, int]:
+def joined_parts(before: Session, after: Session) -> tuple[Session, int]:
     """`before` then `after` without what the product put back when it compacted (its summary, the rebuilt
     history): the session as if it had not compacted, and the number of `before`'s requests."""
     messages = list(after.messages)
@@ -165,7 +165,7 @@ def _check(before: Session, after: Session, event: Any, product: str, calibratio
     if calibration is not None:  # calibrated part by part, then joined: what each part's log misses (its re-anchored
         # growth) rides on its own messages into the replay without the compaction
         before, after = calibration.apply(Trace("parts", (before, after))).sessions
-    joined, n_before = rejoined(before, after)
+    joined, n_before = joined_parts(before, after)
     if event.fields.get("trigger") == "manual":  # the user asked for it: the preset compacts there too
         spec += ("," if ":" in spec else ":") + f"at_request={n_before + 1}"
     trace = Trace(f"{before.id} joined", (joined,))

@@ -18,7 +18,7 @@ from ctxsim.replay.engine import PolicyRun
 from ctxsim.replay.plan import Options, ReplayTask, heaviest_first, replay_tasks
 from ctxsim.replay.recorded import RecordedSum, calibration_entry, not_calibrated
 from ctxsim.replay.run import RunResult, add_recorded_gap, manifest, recorded_block
-from ctxsim.tokens import DEFAULT, label
+from ctxsim.tokens import label
 
 
 def replay_choices(trace: Trace, path: str, choices: Sequence[Choice], options: Options,
@@ -117,8 +117,16 @@ def replay_trace(path: str, policy_specs: Sequence[str], *, fmt: str | None = No
     result.manifest["calibration"] = calibration_entry(trace, calibration) if opts.calibrate else not_calibrated()
     if calibration is not None:  # the error `none` really has: fitted on each session's first half, scored on the rest
         from ctxsim.analysis.predict import manifest_entry
+        from ctxsim.tokens import DEFAULT
 
         result.manifest["calibration"]["predicted"] = manifest_entry(read, opts.tokenizer or DEFAULT, reports)
+    if "loss" in result.manifest:  # the verdict weighs the loss meter: how it scored on this trace's own compactions
+        from ctxsim.loss.compaction import scored_on
+        from ctxsim.tokens import DEFAULT
+
+        meter, said = scored_on([read], opts.tokenizer or DEFAULT)
+        if meter is not None:  # only then: the artefact of a trace that recorded no compaction keeps its bytes
+            result.manifest["loss"] = {**result.manifest["loss"], "meter_scored": meter, "meter_note": said}
     return result
 
 
