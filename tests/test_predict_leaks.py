@@ -16,9 +16,9 @@ from pathlib import Path
 
 from ctxsim.analysis.predict import predict, split
 from ctxsim.caching.anthropic import recorded_ttl
-from ctxsim.engine import Replayer, Setup, resolve
 from ctxsim.model import Message, Session, Trace, Usage, format_ts
 from ctxsim.policies import parse_policy
+from ctxsim.replay.engine import Replayer, Setup, resolve
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import Framing, MessageSizer
 
@@ -102,8 +102,8 @@ def test_a_cache_read_recorded_in_the_scored_part_only_does_not_turn_caching_on(
 
 
 def test_report_md_says_the_predicted_error_beside_none(tmp_path: Path):
-    from ctxsim.api import replay_trace
     from ctxsim.formats import native as native_format
+    from ctxsim.replay.api import replay_trace
     from ctxsim.reports import render
 
     trace = billed("claude-sonnet-4-5", "anthropic", SONNET_T0)

@@ -39,7 +39,7 @@ from ctxsim.tokens import TokenCounter, get_tokenizer
 DEFAULT_FIT_ON = 0.5
 
 __all__ = ["DEFAULT_FIT_ON", "Prediction", "cost_ranges", "facts_block", "fitted_settings", "manifest_entry",
-           "missing_block", "predict", "predicted_line", "prediction_table", "score_block", "score_blocks", "split"]
+           "missing_block", "predict", "prediction_table", "score_block", "score_blocks", "split"]
 
 
 def _billed_indexes(session: Session) -> list[int]:
@@ -161,7 +161,7 @@ def fitted_settings(trace: Trace, fit_trace: Trace) -> dict[str, Any]:
     show it) and `cache` ("none" where the model has no cache-read price and no fitted request read a cache)."""
     from ctxsim.caching.anthropic import recorded_ttl
     from ctxsim.caching.none import unpriced_cache
-    from ctxsim.engine import Setup, resolve
+    from ctxsim.replay.engine import Setup, resolve
 
     _, pricer = resolve(trace, Setup())
     whole = unpriced_cache(trace, pricer)
@@ -324,15 +324,3 @@ def manifest_entry(trace: Trace, tokenizer: str, reports: Any = None, fit_on: fl
             "growth_model": p.growth_model.to_json() if p.growth_model is not None else None}
 
 
-def predicted_line(manifest: dict[str, Any]) -> str | None:
-    """The line said beside `none` against the bill (replay, compare): its predicted error; None without one."""
-    entry = manifest.get("calibration")
-    block = entry.get("predicted") if isinstance(entry, dict) else None
-    if not isinstance(block, dict):
-        return None
-    error = block.get("cost_error")
-    cost = "-" if error is None else f"{error * 100:+.2f}%"
-    return (f"none predicted (fitted on the first {block['fit_on']:.0%} of each session, no recorded cache fact; "
-            f"scored on the other {block['scored_requests']:,} requests): cost {cost}, prompt error median "
-            f"{block['prompt_error_median'] * 100:.2f}%, p90 {block['prompt_error_p90'] * 100:.2f}%, hit rate "
-            f"{block['hit_rate_simulated'] * 100:.2f}% against {block['hit_rate_recorded'] * 100:.2f}% billed")
