@@ -44,7 +44,7 @@ def _limit(outcome: Outcome, budget_label: str | None) -> str:
 
 
 def table(outcome: Outcome, every: bool = False) -> Any:
-    from ctxsim.reports._terminal import TableData
+    from ctxsim.reports._fit import FitTable
 
     shown = range(len(outcome.trials)) if every else outcome.front
     rows = []
@@ -64,8 +64,10 @@ def table(outcome: Outcome, every: bool = False) -> Any:
                  f"{b.distinct:,}", f"{b.peak_context_tokens:,}", "bound"])
     title = (f"{outcome.family}: {'every trial' if every else 'the Pareto front'} "
              f"(cost with re-fetches against recall misses) of {len(outcome.trials):,} trial(s), {outcome.how}")
-    return TableData(title, ["trial", "setting", "cost w/ re-fetch", "open-loop cost", "misses", "distinct",
-                             "peak context", ""], rows, left=2)
+    return FitTable(title, ["trial", "setting", "cost w/ re-fetch", "open-loop cost", "misses", "distinct",
+                            "peak context", ""], rows, left=2, minimum=24,
+                    keep=("setting", "cost w/ re-fetch", "misses", "", "trial", "peak context", "open-loop cost",
+                          "distinct"))
 
 
 def notes(outcome: Outcome, budget_label: str | None) -> list[str]:

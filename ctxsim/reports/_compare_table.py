@@ -95,7 +95,8 @@ PRIORITY = ("policy", "cost real gaps", "vs none", "misses", "peak", "hit rate",
 
 
 def fit(table: TableData, width: int, border: int = 2) -> tuple[TableData, list[str]]:
-    """The table cut to the most useful columns that fit `width` characters (columns keep their order);
+    """The table cut to the most useful columns that fit `width` characters (columns keep their order; a
+    column is kept only when every more useful one is);
     the names of the columns left out. `border` is what each column costs beyond its text (2 plain, 3 rich)."""
     sizes = [max(len(h), *(len(r[c]) for r in table.rows)) if table.rows else len(h)
              for c, h in enumerate(table.headers)]
@@ -106,7 +107,7 @@ def fit(table: TableData, width: int, border: int = 2) -> tuple[TableData, list[
             continue
         c = table.headers.index(name)
         if used + sizes[c] + border > width and chosen:
-            continue
+            break  # the less useful go first: none after it is kept in its place
         chosen.add(c)
         used += sizes[c] + border
     keep = sorted(chosen)
