@@ -236,6 +236,11 @@ def emit(result: RunResult, out: TextIO, every: int | None, terminal: bool) -> N
         console.print(head, style="dim", highlight=False)
         for line in above:
             prose(console, line)
+        from ctxsim.reports._screen import fit_whole_labels
+
+        tables, cut = fit_whole_labels(tables, console.width)
+        if cut:
+            notes.insert(0, cut)
         for table in tables:
             console.print(rich_table(table))
         console.print("[bold]events[/bold]" if events else "[bold]events[/bold]: none")
