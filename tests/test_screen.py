@@ -187,3 +187,26 @@ def test_a_note_several_files_share_is_said_once_with_the_counts_added() -> None
     shown = terminal_notes(notes + [f"extra note {i} " + "word " * 20 for i in range(5)], 80, verbose=False)
     lines = sum(-(-len(f"note: {n}") // 80) for n in shown)
     assert lines <= 3 and shown[-1].startswith("6 more note(s): -v shows them")
+
+
+# ---------------------------------------------------------------- one recorded figure
+def test_the_recorded_bill_says_where_estimates_replace_placeholders_and_by_how_much(tmp_path: Path) -> None:
+    from decimal import Decimal
+
+    from test_fidelity import placeholder_session
+
+    path = tmp_path / "ph.jsonl"
+    placeholder_session(path)  # response 2 logged a streaming placeholder (3 output tokens) for 100 tokens of text
+    logged = json.loads(CliRunner().invoke(app, ["inspect", str(path), "--json"]).stdout)["totals"]["cost_usd"]
+    result = CliRunner().invoke(app, ["compare", str(path), "--policies", "clear", "--tokenizer", "chars4",
+                                      "-o", str(tmp_path / "run.json")])
+    assert result.exit_code == 0, result.output
+    rec = json.loads((tmp_path / "run.json").read_text())["manifest"]["recorded"]
+    assert rec["estimated_outputs"] == 1
+    assert Decimal(rec["logged_cost_usd"]) == Decimal(logged)  # inspect's figure, the one bill as logged
+    more = Decimal(rec["cost_usd"]) - Decimal(rec["logged_cost_usd"])
+    assert more > 0  # the estimate is the larger count, priced at the output price
+    out = result.stdout
+    assert "recorded, est.: 1 response(s) logged a streaming placeholder" in out and f"(+${more:,.4f})" in out
+    row = next(line for line in out.splitlines() if line.startswith("recorded"))
+    assert row.startswith("recorded, est.")

@@ -176,7 +176,7 @@ def skipped_lines(reports: list[FileReport]) -> None:
                f"{names}", err=True)
 
 
-def print_tables(tables, notes, title: str, fit: bool = True, verbose: bool = False) -> None:  # type: ignore[no-untyped-def]
+def print_tables(tables, notes, title: str, fit: bool = False, verbose: bool = False) -> None:  # type: ignore[no-untyped-def]
     """The tables on stdout (rich on a terminal, plain text piped); with `fit`, each cut to the terminal's
     width (`reports._screen`: text shortened first, then the least useful columns left out, said in a note);
     on a terminal the notes are merged across files and kept short unless `verbose`."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from ctxsim.meter import Totals
-from ctxsim.reports._terminal import TableData, column_names, money, pct, recorded_cost_cell
+from ctxsim.reports._terminal import TableData, column_names, money, pct, recorded_cost_cell, recorded_label
 from ctxsim.run import RunResult, none_run, recorded_of_result
 
 OVERFLOW = "window-reserve"
@@ -127,7 +127,7 @@ def recorded_row(result: RunResult) -> list[str] | None:
     hit = pct(rec.cache_read_tokens / rec.input_tokens) if rec.cache_read_tokens is not None and rec.input_tokens \
         else unknown
     return [
-        "recorded", f"{rec.requests:,}", f"{rec.input_tokens:,}",
+        recorded_label(rec), f"{rec.requests:,}", f"{rec.input_tokens:,}",
         f"{rec.peak_context_tokens:,}" if rec.peak_context_tokens is not None else unknown, unknown, fresh, hit,
         unknown, unknown, unknown, recorded_cost_cell(rec),
         change(rec.cost_usd, base.totals.cost_usd) if base is not None else "n/a", unknown, unknown, unknown,

@@ -66,6 +66,9 @@ def fit_all(tables: Sequence[TableData], width: int, rich: bool) -> tuple[list[T
     fitted: list[TableData] = []
     cut: list[str] = []
     for table in tables:
+        if len(table.headers) <= 2:  # a label and its value: the value is never cut (rich wraps it)
+            fitted.append(table)
+            continue
         shown, left_out = fit_table(table, width, rich)
         fitted.append(shown)
         if left_out:
