@@ -210,3 +210,34 @@ def test_the_recorded_bill_says_where_estimates_replace_placeholders_and_by_how_
     assert "recorded, est.: 1 response(s) logged a streaming placeholder" in out and f"(+${more:,.4f})" in out
     row = next(line for line in out.splitlines() if line.startswith("recorded"))
     assert row.startswith("recorded, est.")
+
+
+# ---------------------------------------------------------------- tune: never a no-op
+def _outcome(recommended: int):  # type: ignore[no-untyped-def]
+    from decimal import Decimal
+
+    from ctxsim.tune import Measured, Outcome, Trial
+
+    def measured(cost: str, misses: int, events: int, peak: int) -> Measured:
+        return Measured(Decimal(cost), Decimal(cost), misses, misses, 0, peak, False, events)
+
+    idle = [Trial(n, {"trigger": 108_000 + n * 1000}, [{"trigger": 108_000 + n * 1000}],
+                  measured("3.90", 0, 0, 107_000)) for n in (1, 2, 3)]
+    fires = Trial(4, {"trigger": 60_000}, [{"trigger": 60_000}], measured("3.10", 4, 5, 60_000))
+    return Outcome("clear", "grid", [*idle, fires], measured("3.90", 0, 0, 107_000), None, 0, [0, 1, 2, 3],
+                   recommended)
+
+
+def test_tune_collapses_settings_that_never_fire_and_never_recommends_one() -> None:
+    from ctxsim import tune_out
+
+    noop = _outcome(recommended=0)
+    table = tune_out.table(noop)
+    assert [row[-1] for row in table.rows] == ["= none", "front", "bound"]
+    assert table.rows[0][1].startswith("3 settings never fire (e.g. trigger=")
+    assert tune_out.toml_text(noop, None, 0) is None and tune_out.context_management(noop)[0] is None
+    assert tune_out.notes(noop, None)[0].startswith("nothing to gain: the best trial within the allowance (trial 1)")
+    firing = _outcome(recommended=3)
+    assert [row[-1] for row in tune_out.table(firing).rows] == ["= none", "★", "bound"]
+    assert "trigger = 60000" in (tune_out.toml_text(firing, None, 0) or "")
+    assert not any(n.startswith("nothing to gain") for n in tune_out.notes(firing, None))
