@@ -241,3 +241,32 @@ def test_tune_collapses_settings_that_never_fire_and_never_recommends_one() -> N
     assert [row[-1] for row in tune_out.table(firing).rows] == ["= none", "★", "bound"]
     assert "trigger = 60000" in (tune_out.toml_text(firing, None, 0) or "")
     assert not any(n.startswith("nothing to gain") for n in tune_out.notes(firing, None))
+
+
+# ---------------------------------------------------------------- policies list, completion
+def test_policies_list_wraps_at_words_within_80_columns_and_cites_no_internal_names() -> None:
+    from ctxsim.policies import policies
+
+    out = _run(["policies", "list"], 80)
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "seed 0" not in out and "issue 1" not in out and ".md" not in out
+    words = out.split()
+    for name, info in policies().items():  # every word of every summary printed whole
+        assert name in words and all(w in words for w in info.summary.split()), name
+
+
+def test_completion_offers_the_by_keys_and_policy_names_after_a_comma() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "_CTXSIM_COMPLETE": "complete_bash", "COMP_WORDS": "ctxsim inspect --by w", "COMP_CWORD": "3"}
+    code = "from ctxsim.cli import main; main()"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    by = done.stdout.split()
+    assert by == ["week"]
+    from ctxsim.commands._complete import by_keys, policy_names
+
+    assert by_keys("mo") == ["month", "model"]
+    assert "clear,compact" in policy_names("clear,com") and "clear,claude-code" in policy_names("clear,cl")
+    assert all(name.startswith("clear,") for name in policy_names("clear,"))

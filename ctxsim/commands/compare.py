@@ -50,6 +50,12 @@ DEFAULT_POLICIES = ("none,clear,compact,clear+compact,truncate,tiered,mask,recen
                     "claude-code,codex")
 
 
+
+def _policy_names(incomplete: str) -> list[str]:
+    from ctxsim.commands._complete import policy_names
+
+    return policy_names(incomplete)
+
 @app.command()
 @guarded
 def compare(
@@ -58,7 +64,7 @@ def compare(
              "a corpus compare, one row per policy across them (as `ctxsim sweep`). Default: the shipped sample "
              "trace.")] = None,
     policies: Annotated[list[str] | None, typer.Option(
-        "--policies", "--policy", "-p",
+        "--policies", "--policy", "-p", autocompletion=_policy_names,
         help="Comma-separated policy specs, presets, A+B pipelines or policy files, repeatable; `none` is always "
              f"added as the baseline. Default: {DEFAULT_POLICIES}.", show_default=False)] = None,
     providers: Annotated[str | None, typer.Option(

@@ -47,6 +47,12 @@ def read_inputs(traces: list[str], fmt: str | None, skip_bad_lines: bool) -> tup
     return trace, report
 
 
+
+def _by_keys(incomplete: str) -> list[str]:
+    from ctxsim.commands._complete import by_keys
+
+    return by_keys(incomplete)
+
 @app.command("inspect")
 @guarded
 def inspect_command(
@@ -55,7 +61,8 @@ def inspect_command(
              "sessions found where the agents keep them (`ctxsim formats list` shows where).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print everything as JSON.")] = False,
     by: Annotated[str | None, typer.Option(
-        "--by", help="Account by day, week, month, session, project, model or block (5-hour billing blocks), "
+        "--by", autocompletion=_by_keys,
+        help="Account by day, week, month, session, project, model or block (5-hour billing blocks), "
                      "reading file by file (no composition or timeline).")] = None,
     since: Annotated[str | None, typer.Option(help="Only requests on or after this date (YYYY-MM-DD or "
                                                       "YYYYMMDD, in --timezone).")] = None,

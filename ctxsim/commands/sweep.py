@@ -326,11 +326,18 @@ def _start(traces: Sequence[str], out: Any, force: bool) -> Path | None:
     return None
 
 
+
+def _policy_names(incomplete: str) -> list[str]:
+    from ctxsim.commands._complete import policy_names
+
+    return policy_names(incomplete)
+
 @app.command(help=SWEEP_HELP)
 @guarded
 def sweep(
     traces: Annotated[list[str], typer.Argument(help="Trace files, folders (recursive) and globs.")],
     policies: Annotated[str, typer.Option(
+        autocompletion=_policy_names,
         help="Comma-separated policy specs, presets, A+B pipelines or policy files; `none` is always added.")]
     = DEFAULT_POLICIES,
     budgets: Annotated[str | None, typer.Option(
