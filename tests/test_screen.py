@@ -270,3 +270,23 @@ def test_completion_offers_the_by_keys_and_policy_names_after_a_comma() -> None:
     assert by_keys("mo") == ["month", "model"]
     assert "clear,compact" in policy_names("clear,com") and "clear,claude-code" in policy_names("clear,cl")
     assert all(name.startswith("clear,") for name in policy_names("clear,"))
+
+
+# ---------------------------------------------------------------- the Python API
+def test_the_api_lists_itself_reaches_the_sample_meters_loss_and_gives_decimal_money() -> None:
+    from decimal import Decimal
+
+    import ctxsim
+    from ctxsim.commands.compare import DEFAULT_POLICIES
+    from ctxsim.library import DEFAULT_COMPARE
+
+    assert {"compare", "replay", "load_trace", "load_run", "sample_trace", "Result"} <= set(dir(ctxsim))
+    assert Path(ctxsim.sample_trace()).is_file()
+    assert ",".join(DEFAULT_COMPARE) == DEFAULT_POLICIES  # one default list
+    result = ctxsim.compare(str(TINY), ["clear"], tokenizer="chars4")
+    assert all(run.loss is not None for run in result.run.runs)  # metered by default, as the CLI
+    totals = result.totals("clear")
+    assert isinstance(totals["cost_usd"], Decimal) and totals["cost_usd"] > 0
+    assert isinstance(totals["requests"], int)
+    unmetered = ctxsim.compare(str(TINY), ["clear"], tokenizer="chars4", loss=False)
+    assert all(run.loss is None for run in unmetered.run.runs)

@@ -44,10 +44,10 @@ from ctxsim.commands._options import (
 )
 from ctxsim.commands._output import RUN_KINDS, option_help
 from ctxsim.commands.sweep import SinceOpt, TimezoneOpt, UntilOpt
+from ctxsim.defaults import COMPARE_POLICIES
 from ctxsim.errors import CtxsimError
 
-DEFAULT_POLICIES = ("none,clear,compact,clear+compact,truncate,tiered,mask,recent,zones,scored,hierarchical,"
-                    "claude-code,codex")
+DEFAULT_POLICIES = ",".join(COMPARE_POLICIES)  # one list with the Python API's ctxsim.compare()
 
 
 
