@@ -290,3 +290,19 @@ def test_the_api_lists_itself_reaches_the_sample_meters_loss_and_gives_decimal_m
     assert isinstance(totals["requests"], int)
     unmetered = ctxsim.compare(str(TINY), ["clear"], tokenizer="chars4", loss=False)
     assert all(run.loss is None for run in unmetered.run.runs)
+
+
+# ---------------------------------------------------------------- charts
+def test_context_chart_draws_trigger_lines_only_of_stages_that_fired_and_the_star_says_what_it_is() -> None:
+    from ctxsim.api import replay_trace
+    from ctxsim.reports._common import star_text, thresholds
+    from ctxsim.reports.context import fired_thresholds
+
+    sample = str(HERE.parent / "traces" / "billing-session.jsonl")  # peaks at about 163k
+    result = replay_trace(sample, ["none", "clear:trigger=190000", "compact:trigger=60000"])
+    idle, fired = result.runs[1], result.runs[2]
+    assert thresholds(idle) and fired_thresholds(idle) == []  # 190k: the context never got there, no event
+    assert fired.events and fired_thresholds(fired) == thresholds(fired)
+    assert star_text(result) == " ★ cheapest"
+    metered = replay_trace(str(TINY), ["none", "clear"], loss=True)
+    assert star_text(metered) == " ★ recommended"
