@@ -306,3 +306,14 @@ def test_context_chart_draws_trigger_lines_only_of_stages_that_fired_and_the_sta
     assert star_text(result) == " ★ cheapest"
     metered = replay_trace(str(TINY), ["none", "clear"], loss=True)
     assert star_text(metered) == " ★ recommended"
+
+
+def test_compare_of_a_claude_code_session_points_to_its_subagent_files(tmp_path: Path) -> None:
+    main = claude_code(tmp_path / "s1.jsonl", "s1", "/home/u/aa",
+                       [Step(T0, uncached=1000, w5=5000, out=100), Step(T0 + 60, uncached=200, read=6000, out=80)])
+    alone = _run(["compare", str(main), "--policies", "clear", "--no-loss"], 120)
+    assert "subagent file(s) beside" not in alone
+    claude_code(tmp_path / "s1" / "subagents" / "agent-a1.jsonl", "s1", "/home/u/aa",
+                [Step(T0 + 10, uncached=500, w5=2000, out=30)])
+    out = _run(["compare", str(main), "--policies", "clear", "--no-loss"], 120)
+    assert f"note: 1 subagent file(s) beside this session ({tmp_path / 's1' / 'subagents'}/)" in out

@@ -51,6 +51,21 @@ DEFAULT_POLICIES = ",".join(COMPARE_POLICIES)  # one list with the Python API's 
 
 
 
+def subagents_beside(trace: str) -> list[str]:
+    """A note when a Claude Code session file has its subagents' files beside it (`<session>/subagents/`): this
+    replay leaves them out, `inspect` counts them."""
+    from pathlib import Path
+
+    path = Path(trace)
+    folder = path.with_suffix("") / "subagents"
+    found = sorted(folder.glob("*.jsonl")) if path.suffix == ".jsonl" and folder.is_dir() else []
+    if not found:
+        return []
+    note = (f"{len(found)} subagent file(s) beside this session ({folder}/) are not in this replay (`inspect` counts "
+            "them in the bill); compare each one on its own to see them")
+    return [note]
+
+
 def _policy_names(incomplete: str) -> list[str]:
     from ctxsim.commands._complete import policy_names
 
@@ -192,7 +207,7 @@ def compare(
         from ctxsim.reports._terminal import column_names
 
         notes = [f"{len(left_out)} more column(s) with --wide or --json: {', '.join(left_out)}"] if left_out else []
-        notes += [*column_names(result)[1], result.manifest["assumption"]]
+        notes += [*subagents_beside(source), *column_names(result)[1], result.manifest["assumption"]]
         loss_lines = terminal_notes(result)
         notes += [line.removeprefix("note: ") for line in loss_lines if line.startswith("note: ")]
         if terminal:  # the notes said above the table by a pipe come after it here, all kept to 3 lines
