@@ -135,16 +135,24 @@ def tune(
     with progress_bar(tuning.cells_of(chosen, targets), f"tuning {family}: {len(chosen)} trial(s)") as advance:
         outcome = tuning.tune(targets, family, chosen, how, max_misses, opts.jobs, advance)
     label = limit.label if limit is not None else None
+    from ctxsim.loss.compaction import scored_on
+
+    # the recommendation weighs the loss meter: how it scored where these traces record a product's compaction
+    meter, meter_note = scored_on([t.trace for t in targets], opts.tokenizer or "o200k_base")
     if as_json:
         import json
 
-        typer.echo(json.dumps(tune_out.outcome_json(outcome, label, seed, every), indent=1, sort_keys=True))
+        data = tune_out.outcome_json(outcome, label, seed, every)
+        if meter is not None:
+            data = {**data, "loss_meter": meter}
+        typer.echo(json.dumps(data, indent=1, sort_keys=True))
         if files is not None:
             _write(files, outcome, label, seed, force)
         return
     from ctxsim.reports._screen import show
 
-    show(None, [tune_out.table(outcome, every)], tune_out.notes(outcome, label), wide=wide, verbose=verbose)
+    notes = [*tune_out.notes(outcome, label), *([meter_note] if meter_note else [])]
+    show(None, [tune_out.table(outcome, every)], notes, wide=wide, verbose=verbose)
     toml = tune_out.toml_text(outcome, label, seed)
     cm, why = tune_out.context_management(outcome)
     if toml is not None:
