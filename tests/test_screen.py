@@ -156,7 +156,7 @@ def test_any_table_keeps_its_key_and_money_columns_at_every_width() -> None:
 
 
 def test_replay_summary_on_a_terminal_keeps_the_labels_and_the_recorded_bill(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from ctxsim.api import replay_trace
+    from ctxsim.replay.api import replay_trace
     from ctxsim.reports._terminal import emit
 
     result = replay_trace(str(TINY), ["clear", "compact", "truncate", "mask", "recent", "zones"])
@@ -216,7 +216,7 @@ def test_the_recorded_bill_says_where_estimates_replace_placeholders_and_by_how_
 def _outcome(recommended: int):  # type: ignore[no-untyped-def]
     from decimal import Decimal
 
-    from ctxsim.tune import Measured, Outcome, Trial
+    from ctxsim.tune.search import Measured, Outcome, Trial
 
     def measured(cost: str, misses: int, events: int, peak: int) -> Measured:
         return Measured(Decimal(cost), Decimal(cost), misses, misses, 0, peak, False, events)
@@ -229,7 +229,7 @@ def _outcome(recommended: int):  # type: ignore[no-untyped-def]
 
 
 def test_tune_collapses_settings_that_never_fire_and_never_recommends_one() -> None:
-    from ctxsim import tune_out
+    from ctxsim.tune import outputs as tune_out
 
     noop = _outcome(recommended=0)
     table = tune_out.table(noop)
@@ -278,7 +278,7 @@ def test_the_api_lists_itself_reaches_the_sample_meters_loss_and_gives_decimal_m
 
     import ctxsim
     from ctxsim.commands.compare import DEFAULT_POLICIES
-    from ctxsim.library import DEFAULT_COMPARE
+    from ctxsim.replay.library import DEFAULT_COMPARE
 
     assert {"compare", "replay", "load_trace", "load_run", "sample_trace", "Result"} <= set(dir(ctxsim))
     assert Path(ctxsim.sample_trace()).is_file()
@@ -294,7 +294,7 @@ def test_the_api_lists_itself_reaches_the_sample_meters_loss_and_gives_decimal_m
 
 # ---------------------------------------------------------------- charts
 def test_context_chart_draws_trigger_lines_only_of_stages_that_fired_and_the_star_says_what_it_is() -> None:
-    from ctxsim.api import replay_trace
+    from ctxsim.replay.api import replay_trace
     from ctxsim.reports._common import star_text, thresholds
     from ctxsim.reports.context import fired_thresholds
 
