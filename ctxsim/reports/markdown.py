@@ -148,7 +148,10 @@ def main_table(result: RunResult, names: Sequence[str]) -> list[str]:
         hit = pct(rec.cache_read_tokens / rec.input_tokens) if rec.cache_read_tokens is not None and rec.input_tokens \
             else "—"
         peak = f"{rec.peak_context_tokens:,}" if rec.peak_context_tokens is not None else "—"
-        cells = ["recorded (billed)", money(rec.cost_usd),
+        label = (f"recorded (billed, {rec.estimated_outputs:,} placeholder outputs estimated: "
+                 f"{money(rec.logged_cost_usd)} as logged)" if rec.estimated_outputs and rec.logged_cost_usd is not None
+                 else "recorded (billed)")
+        cells = [label, money(rec.cost_usd),
                  signed_pct(change(none.totals.cost_usd, rec.cost_usd)) if none is not None else "—", hit, peak, "—"]
         cells = [cells[i] for i in keep]
         lines.append("| " + " | ".join(cell(c) for c in cells + (["—"] if loss else [])) + " |")
