@@ -132,6 +132,7 @@ class Diff:
     warnings: list[str]
     base_manifest: dict[str, Any]
     new_manifest: dict[str, Any]
+    charts: list[str] = field(default_factory=list)  # Markdown lines: Mermaid charts of the paired runs
 
     @property
     def regressions(self) -> list[tuple[Pair, Change]]:
@@ -213,7 +214,20 @@ def diff(base: RunResult, new: RunResult, metrics: Sequence[str] = ("cost",),
             raise CtxsimError(f"metric {', '.join(missing)} is not recorded in both runs")
     else:
         warnings.append("no policy is in both runs: nothing to compare")
-    return Diff(pairs, gated, threshold, warnings, base.manifest, new.manifest)
+    return Diff(pairs, gated, threshold, warnings, base.manifest, new.manifest, charts(base, new))
+
+
+def charts(base: RunResult, new: RunResult) -> list[str]:
+    """Mermaid charts of the runs in both: cost base and new side by side, context of the first pairs."""
+    from ctxsim.reports._mermaid import MAX_LINES, context_chart, cost_chart
+
+    both = [(base.runs[i], new.runs[j]) for i, j in pair_runs(base, new) if i is not None and j is not None]
+    if not both:
+        return []
+    bars = [(f"{side} {label(run)}", run.totals.cost_usd) for a, b in both for side, run in (("base", a), ("new", b))]
+    lines = [(f"{side} {label(run)}", run) for a, b in both[:MAX_LINES // 2] for side, run in (("base", a), ("new", b))]
+    return [*context_chart(lines, "Context per request, base and new"), "",
+            *cost_chart(bars, "Cost, base and new (USD, cached)")]
 
 
 def manifest_warnings(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
@@ -292,6 +306,8 @@ def markdown(d: Diff) -> str:
         legend = (f"Gate: {', '.join(d.gated)} worse by more than {percent_text(d.threshold)} fails (cost, "
                   "context and tokens are worse up, hit rates worse down). " + legend)
     lines += ["", f"<sub>{legend}</sub>"]
+    if d.charts:
+        lines += ["", *d.charts]
     params = [p for p in d.pairs if p.params]
     if params:
         lines += ["", "<details><summary>Policy parameter changes</summary>", ""]

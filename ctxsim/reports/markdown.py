@@ -281,6 +281,17 @@ def priced_as(result: RunResult) -> str:
     return "priced as " + "; ".join(f"{k} ({n} polic{'y' if n == 1 else 'ies'})" for k, n in setups.items())
 
 
+def mermaid_section(result: RunResult, names: Sequence[str]) -> list[str]:
+    """Charts GitHub draws in the comment itself (Mermaid): context per request, cost per policy."""
+    from ctxsim.reports._mermaid import context_chart, cost_chart
+
+    context = context_chart(list(zip(names, result.runs, strict=True)))
+    cost = cost_chart([(n, r.totals.cost_usd) for n, r in zip(names, result.runs, strict=True)])
+    if not context and not cost:
+        return []
+    return ["", *context, *([""] if context else []), *cost]
+
+
 def chart_section(links: Sequence[tuple[str, str]], base_url: str | None) -> list[str]:
     """Images under `base_url` (where CI uploaded the bundle); without one, no images (a PR comment cannot
     show relative ones) and a note on how to get them."""
@@ -368,6 +379,7 @@ def build(result: RunResult, options: Options, per_policy: int | None, worst: in
     lines = [f"### ctxsim: {cell(trace)}, {n} polic{'y' if n == 1 else 'ies'}", "", verdict(result, names), ""]
     lines += recorded_lines(result)  # `none` off the recorded bill: said before any figure is read
     lines += main_table(result, names)
+    lines += mermaid_section(result, names)
     lines += chart_section(options.charts, options.image_base_url)
     lines += ["", "<details><summary>Every column: no-cache cost, p95 context, events, rewrites</summary>", ""]
     lines += comparison(result, names)
