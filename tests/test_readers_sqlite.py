@@ -1,0 +1,62 @@
+"""Readers of SQLite session stores (issue 30): Crush. Fixtures: tests/fixtures/make_sqlite_fixtures.py (rows
+written by hand there, in the product's own schema)."""
+
+from __future__ import annotations
+
+import shutil
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxsim.cli import app
+from ctxsim.discover import discovered_files
+from ctxsim.formats import FileReport, detect, read_traces
+from ctxsim.recorded import own_cost
+
+READERS = Path(__file__).parent / "fixtures" / "readers"
+CRUSH_PROJECT = READERS / "crush-project"
+
+
+def test_crush_database_is_found_in_the_project_and_read_with_its_subagent(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(CRUSH_PROJECT)
+    found = discovered_files("crush", {"HOME": "/nonexistent"})
+    assert found == [(".crush/crush.db", "crush")]
+    path = CRUSH_PROJECT / ".crush" / "crush.db"
+    before = path.read_bytes()
+    assert detect(str(path), before[:65536]).name == "crush"
+    report: list[FileReport] = []
+    main, sub = read_traces([str(path)], report=report).sessions
+    assert path.read_bytes() == before  # opened read-only
+    assert [m.role for m in main.messages] == ["user", "assistant", "tool", "assistant"]
+    assert main.messages[0].content == "Why does a.py fail?"  # the image part skipped
+    call = main.messages[1].tool_calls[0]
+    assert (call.id, call.name, call.arguments) == ("toolu_01", "view", {"file_path": "a.py"})
+    assert main.messages[1].thinking == "Read it first." and main.messages[1].ts == "2026-03-02T10:00:04Z"
+    assert main.messages[2].tool_call_id == "toolu_01" and main.messages[2].content == "1/0\n"
+    assert (main.model, main.provider) == ("claude-sonnet-4-5-20250929", "anthropic")
+    assert main.extra["cwd"] == str(CRUSH_PROJECT)
+    # no per-request usage; the session's cost (its subagent's included) and the last request's sizes
+    assert all(m.usage is None for m in main.messages + sub.messages)
+    assert main.extra["recorded_totals"] == {"requests": 2, "cost_usd": "0.0123"}
+    assert main.extra["last_request"] == {"prompt_tokens": 5230, "output_tokens": 88}
+    assert own_cost(main) == Decimal("0.0123") and own_cost(sub) == Decimal("0.0021")
+    assert sub.extra["parent_session"] == main.id == "s-main"
+    assert [m.role for m in sub.messages] == ["user", "assistant"] and sub.model == "claude-haiku-4-5-20251001"
+    notes = " ".join(n for r in report for n in r.notes)
+    assert "1 user image_url parts" in notes and "1 system messages" in notes
+
+
+def test_a_crush_database_from_stdin_or_damaged_is_one_line_exit_2(tmp_path: Path):
+    source = CRUSH_PROJECT / ".crush" / "crush.db"
+    runner = CliRunner()
+    result = runner.invoke(app, ["inspect", "-", "--format", "crush"], input=source.read_bytes())
+    assert result.exit_code == 2 and "cannot be read from stdin" in result.output
+    assert "Traceback" not in result.output
+    damaged = tmp_path / "crush.db"
+    shutil.copy(source, damaged)
+    damaged.write_bytes(source.read_bytes()[:100] + b"\x00" * 4000)
+    result = runner.invoke(app, ["inspect", str(damaged), "--format", "crush"])
+    assert result.exit_code == 2 and str(damaged) in result.output and "SQLite" in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
