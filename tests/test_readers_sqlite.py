@@ -1,8 +1,9 @@
-"""Readers of SQLite session stores (issue 30): Crush. Fixtures: tests/fixtures/make_sqlite_fixtures.py (rows
+"""Readers of SQLite session stores (issue 30): Crush, Goose. Fixtures: tests/fixtures/make_sqlite_fixtures.py (rows
 written by hand there, in the product's own schema)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from decimal import Decimal
 from pathlib import Path
@@ -17,6 +18,11 @@ from ctxsim.recorded import own_cost
 
 READERS = Path(__file__).parent / "fixtures" / "readers"
 CRUSH_PROJECT = READERS / "crush-project"
+
+
+def only(found: list[tuple[str, str]]) -> str:
+    assert len(found) == 1
+    return found[0][0]
 
 
 def test_crush_database_is_found_in_the_project_and_read_with_its_subagent(monkeypatch: pytest.MonkeyPatch):
@@ -60,3 +66,35 @@ def test_a_crush_database_from_stdin_or_damaged_is_one_line_exit_2(tmp_path: Pat
     result = runner.invoke(app, ["inspect", str(damaged), "--format", "crush"])
     assert result.exit_code == 2 and str(damaged) in result.output and "SQLite" in result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+GOOSE_HOME = READERS / "goose-home"
+
+
+def test_goose_store_is_found_and_read_with_its_session_totals():
+    path = Path(only(discovered_files("goose", {"HOME": str(GOOSE_HOME)})))
+    assert detect(str(path), path.read_bytes()[:65536]).name == "goose"
+    report: list[FileReport] = []
+    (session,) = read_traces([str(path)], report=report).sessions
+    assert session.id == "20260302_1" and session.extra["cwd"] == "/work/proj"
+    assert [m.role for m in session.messages] == ["user", "assistant", "tool", "assistant"]
+    call = session.messages[1].tool_calls[0]
+    assert (call.id, call.name, call.arguments) == ("toolu_01", "developer__shell", {"command": "python a.py"})
+    assert session.messages[1].thinking == "Run it." and session.messages[1].ts == "2026-03-02T10:00:02Z"
+    tool = session.messages[2]
+    assert (tool.tool_call_id, tool.content, tool.is_error) == ("toolu_01", "ZeroDivisionError", True)
+    assert (session.model, session.provider) == ("claude-sonnet-4-5", "anthropic")
+    assert all(m.usage is None for m in session.messages)
+    assert session.extra["recorded_totals"] == {"requests": 2, "input_tokens": 9100, "output_tokens": 140}
+    assert session.extra["last_request"] == {"input_tokens": 4700, "output_tokens": 60}
+    assert "1 messages the agent does not see" in " ".join(n for r in report for n in r.notes)
+
+
+def test_goose_totals_are_priced_by_inspect_at_todays_rates():
+    path = next((GOOSE_HOME / ".local/share/goose/sessions").glob("sessions.db"))
+    result = CliRunner().invoke(app, ["inspect", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    totals = json.loads(result.output)["totals"]
+    # claude-sonnet-4-5: 9100 input at $3/M + 140 output at $15/M
+    assert (totals["input_tokens"], totals["output_tokens"]) == (9100, 140)
+    assert Decimal(str(totals["cost_usd"])) == Decimal("0.0294")

@@ -22,7 +22,7 @@ FOLDERS = {
     "readers/cline-ui-only": "cline", "readers/cline-metrics": "cline", "readers/copilot-home": "copilot-cli",
     "readers/pi-home": "pi", "readers/qwen-home": "qwen-code",
     "readers/amp-home": "amp", "readers/kimi-home": "kimi-cli",
-    "readers/crush-project": "crush",
+    "readers/crush-project": "crush", "readers/goose-home": "goose",
 }
 FILES = {
     "tiny/aider.chat.history.md": "aider", "tiny/anthropic-messages.jsonl": "anthropic-messages",
