@@ -15,7 +15,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from ctxsim.pricing import Bill
+from ctxsim.pricing.prices import Bill
 
 CALL_OUTPUT_TOKENS = 50  # the tool call the agent would have written to fetch the result again
 ASSUMPTION = ("re-fetch estimate: a tool result is re-read once what the policy made it lose weighs a whole identifier "

@@ -3,26 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ctxsim._support.collector import gc_paused
 from ctxsim._support.parallel import aside, at_most, plan_jobs, run_ordered
-from ctxsim.engine import DEFAULT_RESERVE, PolicyRun, Replayer, Setup
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import FileReport, read_traces
 from ctxsim.formats.native import SessionStream
 from ctxsim.model import Session, Trace
 from ctxsim.params import as_dict
-from ctxsim.policies import Policy
 from ctxsim.policies.spec import Choice, resolve
-from ctxsim.recorded import RecordedSum, calibration_entry, not_calibrated
-from ctxsim.run import RunResult, add_recorded_gap, manifest, recorded_block
-from ctxsim.tokens import DEFAULT, TokenCounter, get_tokenizer, label
-from ctxsim.tokens.counting import Framing, MessageSizer
-
-DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1", "google": "gemini-2.5-pro",
-                  "deepseek": "deepseek-chat"}
+from ctxsim.replay import runner
+from ctxsim.replay.engine import DEFAULT_RESERVE, PolicyRun
+from ctxsim.replay.plan import ReplayTask, heaviest_first, replay_tasks
+from ctxsim.replay.recorded import RecordedSum, calibration_entry, not_calibrated
+from ctxsim.replay.run import RunResult, add_recorded_gap, manifest, recorded_block
+from ctxsim.tokens import label
+from ctxsim.tokens.counting import Framing
 
 
 @dataclass(frozen=True)
@@ -48,24 +46,6 @@ class Options:
     include_content: bool = False  # the miss list shows identifiers (redacted) instead of digests
 
 
-def _setup_for(choice: Choice, options: Options) -> tuple[str, Framing | None, Setup]:
-    preset = choice.preset
-    tokenizer = options.tokenizer or (preset.tokenizer if preset else None) or DEFAULT
-    framing = options.framing or (preset.framing if preset else None)
-    setup = Setup(
-        provider=options.provider or (preset.provider if preset else None),
-        model=options.model or (preset.model if preset else None),
-        window=options.window or (preset.window if preset else None),
-        output_reserve=options.reserve,
-        cache=options.cache or (preset.cache if preset else None),
-        cache_ttl=options.cache_ttl,
-        pin_tools=preset.pin_tools if preset else (),
-        hidden_prefix_tokens=options.hidden_prefix_tokens,
-        provider_rules=options.provider_rules,
-    )
-    return tokenizer, framing, setup
-
-
 def replay_choices(trace: Trace, path: str, choices: Sequence[Choice], options: Options,
                    providers: Sequence[str] = (),
                    progress: Callable[[int], None] | None = None) -> RunResult:
@@ -74,97 +54,34 @@ def replay_choices(trace: Trace, path: str, choices: Sequence[Choice], options: 
         return _replay_all(trace, path, choices, options, providers, progress)
 
 
-# About how long a replay under each policy takes against one under `none` (measured with
-# benchmarks/bench_compare.py), by policy name; a policy not named here weighs 1. Only the order
-# matters: a compare hands the heaviest runs to worker processes first. A scheduling hint of the
-# runner's, not part of the policy contract.
-REPLAY_WEIGHTS: dict[str, float] = {
-    "scored": 7.4, "clear": 2.8, "hierarchical": 2.6, "mask": 2.3, "compact": 2.2, "tiered": 2.2, "zones": 2.2,
-    "recent": 2.1, "oracle": 2.0, "server_compact": 1.9, "notes": 1.5, "truncate": 1.3, "amortized": 1.2,
-}
-
-
-def replay_weight(policy: Policy) -> float:
-    """About how long a replay under `policy` takes against one under `none`: REPLAY_WEIGHTS, summed over
-    a pipeline's stages."""
-    stages = getattr(policy, "stages", None)
-    if stages:
-        return sum(replay_weight(stage) for stage in stages)
-    return REPLAY_WEIGHTS.get(policy.name, 1.0)
-
-
 def _replay_all(trace: Trace, path: str, choices: Sequence[Choice], options: Options,
                 providers: Sequence[str], progress: Callable[[int], None] | None) -> RunResult:
     requests = sum(s.requests for s in trace.sessions)
-    runs = len(choices) * max(1, len(providers))  # as many as `_tasks` makes
+    runs = len(choices) * max(1, len(providers))  # as many as `replay_tasks` makes
     jobs = plan_jobs(options.jobs, runs, requests * runs)
     metered = options.loss or options.probes is not None  # the identifiers of every message: once, before the runs
     built: Callable[[], list[tuple[Any, ...]]] | None = None
-    if metered:
+    if metered and jobs > 1:  # on several processes: built in one of them while this one counts the tokens
         from ctxsim.loss import TraceIndex
-        from ctxsim.policies.oracle import share
 
-        if jobs > 1:  # on several processes: built in one of them while this one counts the tokens (`_tasks`)
-            built = aside(lambda: TraceIndex().built(trace.sessions), jobs)
-    tasks = _tasks(trace, choices, options, providers)
-    index = None
-    if metered:
-        index = TraceIndex().adopt(trace.sessions, built()) if built is not None else TraceIndex().prime(trace.sessions)
-        share(index)  # an oracle (a run, or a stage of one) reads the same index, not one of its own
+        built = aside(lambda: TraceIndex().built(trace.sessions), jobs)
+    tasks = replay_tasks(trace, choices, options, providers)
+    index = runner.loss_index(trace, built() if built is not None else None) if metered else None
 
     def task(i: int) -> tuple[PolicyRun, list[str]]:
         choice, _, replayer = tasks[i]
-        if index is not None:
-            from ctxsim.loss import metered_run
-
-            run = metered_run(replayer, choice.policy, progress if jobs == 1 else None, index, options.probes)
-        else:
-            run = replayer.run(choice.policy, progress if jobs == 1 else None)
+        run = runner.run(replayer, choice.policy, index, options.probes, progress if jobs == 1 else None)
         return run, sorted(replayer.pricer.notes)
 
     def done(i: int, result: tuple[PolicyRun, list[str]]) -> None:
         if progress is not None and jobs > 1:  # a worker's run arrives whole
             progress(requests)
 
-    heaviest = sorted(range(len(tasks)), key=lambda i: -replay_weight(tasks[i][0].policy))
-    return _result(tasks, run_ordered(task, len(tasks), jobs, done, heaviest), path, options=options)
+    return run_result(tasks, run_ordered(task, len(tasks), jobs, done, heaviest_first(tasks)), path, options=options)
 
 
-_Task = tuple[Choice, "str | None", Replayer]
-
-
-def _tasks(trace: Trace, choices: Sequence[Choice], options: Options, providers: Sequence[str],
-           record: bool = True) -> list[_Task]:
-    """A replayer per set-up (one token memo per tokenizer), a task per choice (x provider)."""
-    counters: dict[str, TokenCounter] = {}
-    replayers: dict[tuple, Replayer] = {}
-    tasks: list[_Task] = []
-    targets: list[tuple[str | None, str | None]] = [(None, None)]
-    if providers:
-        targets = []
-        for entry in providers:
-            name, _, given = entry.partition(":")
-            if not given and name not in DEFAULT_MODELS and not options.model:
-                raise CtxsimError(f"--providers: no default model for {name!r}; write {name}:MODEL")
-            targets.append((name, given or options.model or DEFAULT_MODELS.get(name)))
-    for provider, model in targets:
-        for choice in choices:
-            tokenizer, framing, setup = _setup_for(choice, options)
-            if provider is not None:
-                setup = replace(setup, provider=provider, model=model, cache=options.cache)
-            key = (tokenizer, framing, setup)
-            replayer = replayers.get(key)
-            if replayer is None:  # counts the trace's texts (once per tokenizer) before any run starts
-                counter = counters.get(tokenizer)
-                if counter is None:
-                    counter = counters[tokenizer] = TokenCounter(get_tokenizer(tokenizer))
-                replayer = replayers[key] = Replayer(trace, MessageSizer(counter, framing), setup, record=record)
-            tasks.append((choice, provider, replayer))
-    return tasks
-
-
-def _result(tasks: list[_Task], results: Sequence[tuple[PolicyRun, list[str]]], path: str,
-            recorded: RecordedSum | None = None, options: Options | None = None) -> RunResult:
+def run_result(tasks: list[ReplayTask], results: Sequence[tuple[PolicyRun, list[str]]], path: str,
+               recorded: RecordedSum | None = None, options: Options | None = None) -> RunResult:
     """The run artefact of finished tasks: each run labelled with its choice and set-up, price notes joined.
     `recorded`: the recorded bill added up as the sessions streamed (else it is the replayed trace's)."""
     notes: set[str] = set()
@@ -219,19 +136,22 @@ def replay_trace(path: str, policy_specs: Sequence[str], *, fmt: str | None = No
     trace = read_traces([path], fmt, skip_bad_lines=opts.skip_bad_lines, report=reports)
     calibration = None
     read = trace
-    if opts.calibrate:
-        from ctxsim.analysis.calibrate import calibrated
-
-        trace, framing, setup, calibration = calibrated(trace, opts.tokenizer or DEFAULT, opts.framing,
-                                                        Setup(hidden_prefix_tokens=opts.hidden_prefix_tokens),
-                                                        reports=reports)  # skipped lines re-anchor the replay
-        opts = replace(opts, framing=framing, hidden_prefix_tokens=setup.hidden_prefix_tokens)
+    if opts.calibrate:  # skipped lines re-anchor the replay
+        trace, opts, calibration = runner.calibrate(trace, opts, reports)
     result = _replay(trace, path, choices, opts, providers, show_progress)
     result.manifest["calibration"] = calibration_entry(trace, calibration) if opts.calibrate else not_calibrated()
     if calibration is not None:  # the error `none` really has: fitted on each session's first half, scored on the rest
         from ctxsim.analysis.predict import manifest_entry
+        from ctxsim.tokens import DEFAULT
 
         result.manifest["calibration"]["predicted"] = manifest_entry(read, opts.tokenizer or DEFAULT, reports)
+    if "loss" in result.manifest:  # the verdict weighs the loss meter: how it scored on this trace's own compactions
+        from ctxsim.loss.compaction import scored_on
+        from ctxsim.tokens import DEFAULT
+
+        meter, said = scored_on([read], opts.tokenizer or DEFAULT)
+        if meter is not None:  # only then: the artefact of a trace that recorded no compaction keeps its bytes
+            result.manifest["loss"] = {**result.manifest["loss"], "meter_scored": meter, "meter_note": said}
     return result
 
 
@@ -254,9 +174,9 @@ def _replay_stream(sessions: SessionStream, path: str, choices: Sequence[Choice]
     that name them, as `resolve` takes it from a whole trace: the sessions before those are held until then
     (usually none: the first session names them)."""
     from ctxsim.analysis.calibrate import MIN_REQUESTS
-    from ctxsim.engine import trace_model
-    from ctxsim.pricing import Pricer
-    from ctxsim.recorded import UsageCount
+    from ctxsim.pricing.prices import Pricer
+    from ctxsim.replay.engine import trace_model
+    from ctxsim.replay.recorded import UsageCount
     from ctxsim.reports._progress import progress_bar
 
     stream = iter(sessions)
@@ -271,7 +191,7 @@ def _replay_stream(sessions: SessionStream, path: str, choices: Sequence[Choice]
     runs = len(choices)
     with gc_paused(), at_most(opts.jobs), progress_bar(None, f"replaying {runs} run(s)",
                                                         enabled=None if show_progress else False) as advance:
-        tasks = _tasks(head, choices, opts, (), record=False)
+        tasks = replay_tasks(head, choices, opts, (), record=False)
         replayers = list(dict.fromkeys(replayer for _, _, replayer in tasks))
         counters = list(dict.fromkeys(replayer.sizer.counter for replayer in replayers))
         states = [replayer.start() for _, _, replayer in tasks]
@@ -310,7 +230,7 @@ def _replay_stream(sessions: SessionStream, path: str, choices: Sequence[Choice]
                    for (choice, _, replayer), state in zip(tasks, states, strict=True)]
         if meters:
             _stream_loss(tasks, results, meters)
-    result = _result(tasks, results, path, bill, options=opts)
+    result = run_result(tasks, results, path, bill, options=opts)
     trace = result.manifest["trace"]
     trace["digest"], trace["sessions"], trace["messages"] = sessions.digest, count, messages
     if opts.calibrate and usage.requests >= MIN_REQUESTS:  # may_record_usage said there was none
@@ -319,7 +239,7 @@ def _replay_stream(sessions: SessionStream, path: str, choices: Sequence[Choice]
     return result
 
 
-def _stream_loss(tasks: list[_Task], results: list[tuple[PolicyRun, list[str]]], meters: list) -> None:
+def _stream_loss(tasks: list[ReplayTask], results: list[tuple[PolicyRun, list[str]]], meters: list) -> None:
     """The loss reports of a streamed replay, their re-fetches priced at the primary model (the sessions are gone)."""
     from ctxsim.loss.refetch import price
 
