@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from ctxsim.cli import app
 from ctxsim.discover import discovered_files
 from ctxsim.formats import FileReport, detect, read_traces
-from ctxsim.recorded import own_cost
+from ctxsim.replay.recorded import own_cost
 
 READERS = Path(__file__).parent / "fixtures" / "readers"
 CRUSH_PROJECT = READERS / "crush-project"
