@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ctxsim._support.collector import gc_paused
@@ -15,35 +14,11 @@ from ctxsim.model import Session, Trace
 from ctxsim.params import as_dict
 from ctxsim.policies.spec import Choice, resolve
 from ctxsim.replay import runner
-from ctxsim.replay.engine import DEFAULT_RESERVE, PolicyRun
-from ctxsim.replay.plan import ReplayTask, heaviest_first, replay_tasks
+from ctxsim.replay.engine import PolicyRun
+from ctxsim.replay.plan import Options, ReplayTask, heaviest_first, replay_tasks
 from ctxsim.replay.recorded import RecordedSum, calibration_entry, not_calibrated
 from ctxsim.replay.run import RunResult, add_recorded_gap, manifest, recorded_block
 from ctxsim.tokens import label
-from ctxsim.tokens.counting import Framing
-
-
-@dataclass(frozen=True)
-class Options:
-    """What the command line fixes for every run; None leaves it to the preset, then the trace."""
-
-    provider: str | None = None
-    model: str | None = None
-    tokenizer: str | None = None
-    cache: str | None = None
-    cache_ttl: str | None = None
-    window: int | None = None
-    reserve: int = DEFAULT_RESERVE
-    framing: Framing | None = None
-    hidden_prefix_tokens: int = 0
-    calibrate: bool = False  # fit the hidden prefix and tokenizer scale from the recorded usage first
-    provider_rules: bool = True  # the provider drops earlier turns' reasoning as validate models it
-    skip_bad_lines: bool = False
-    jobs: int | None = None  # worker processes for the runs; None: one per core when the work is big enough
-    loss: bool = False  # meter recall misses and re-fetches (ctxsim.loss) in every run
-    probes: object = None  # ctxsim.loss.probes.ProbeSet checked in every run (loss metering on)
-    loss_settings: tuple[tuple[str, object], ...] = ()  # the verdict's allowance (--max-misses, --miss-margin)
-    include_content: bool = False  # the miss list shows identifiers (redacted) instead of digests
 
 
 def replay_choices(trace: Trace, path: str, choices: Sequence[Choice], options: Options,
@@ -252,3 +227,6 @@ def _chain(held: list[Session], rest: Iterator[Session]) -> Iterator[Session]:
     while held:
         yield held.pop(0)
     yield from rest
+
+
+__all__ = ["Options", "replay_choices", "replay_trace", "run_result"]  # Options: the planner's, named here too

@@ -10,24 +10,46 @@ processes, the heaviest first. What each task does is the runner's (`replay.runn
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ctxsim.errors import CtxsimError
 from ctxsim.policies import Policy
 from ctxsim.policies.spec import Choice
-from ctxsim.replay.engine import Replayer, Setup
+from ctxsim.replay.engine import DEFAULT_RESERVE, Replayer, Setup
 from ctxsim.tokens import DEFAULT, TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import Framing, MessageSizer
 
 if TYPE_CHECKING:
     from ctxsim.model import Trace
-    from ctxsim.replay.api import Options
 
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1", "google": "gemini-2.5-pro",
                   "deepseek": "deepseek-chat"}
 
 ReplayTask = tuple[Choice, "str | None", Replayer]
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the command line fixes for every run; None leaves it to the preset, then the trace."""
+
+    provider: str | None = None
+    model: str | None = None
+    tokenizer: str | None = None
+    cache: str | None = None
+    cache_ttl: str | None = None
+    window: int | None = None
+    reserve: int = DEFAULT_RESERVE
+    framing: Framing | None = None
+    hidden_prefix_tokens: int = 0
+    calibrate: bool = False  # fit the hidden prefix and tokenizer scale from the recorded usage first
+    provider_rules: bool = True  # the provider drops earlier turns' reasoning as validate models it
+    skip_bad_lines: bool = False
+    jobs: int | None = None  # worker processes for the runs; None: one per core when the work is big enough
+    loss: bool = False  # meter recall misses and re-fetches (ctxsim.loss) in every run
+    probes: object = None  # ctxsim.loss.probes.ProbeSet checked in every run (loss metering on)
+    loss_settings: tuple[tuple[str, object], ...] = ()  # the verdict's allowance (--max-misses, --miss-margin)
+    include_content: bool = False  # the miss list shows identifiers (redacted) instead of digests
 
 
 def setup_for(choice: Choice, options: Options) -> tuple[str, Framing | None, Setup]:

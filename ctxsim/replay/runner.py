@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from ctxsim.loss import TraceIndex
     from ctxsim.model import Trace
     from ctxsim.policies import Policy
-    from ctxsim.replay.api import Options
     from ctxsim.replay.engine import PolicyRun, Replayer
+    from ctxsim.replay.plan import Options
 
 
 def calibrate(trace: Trace, options: Options, reports: Sequence[Any] | None = None) -> tuple[Trace, Options, Any]:

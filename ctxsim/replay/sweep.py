@@ -156,7 +156,7 @@ class TraceTask:
     digest: str
     trace_id: str
     fmt: str | None
-    options: Any  # ctxsim.replay.api.Options
+    options: Any  # ctxsim.replay.plan.Options
     cells: tuple[CellSpec, ...]
     out_dir: str | None  # where the Parquet files go; None: none written
     dates: Any = None  # sweep_dates.DateRange: only the sessions that started in it; None: every session
