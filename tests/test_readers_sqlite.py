@@ -98,3 +98,27 @@ def test_goose_totals_are_priced_by_inspect_at_todays_rates():
     # claude-sonnet-4-5: 9100 input at $3/M + 140 output at $15/M
     assert (totals["input_tokens"], totals["output_tokens"]) == (9100, 140)
     assert Decimal(str(totals["cost_usd"])) == Decimal("0.0294")
+
+
+OPENCODE_DB_HOME = READERS / "opencode-db-home"
+
+
+def test_opencode_database_reads_as_the_export_does_with_its_subagent():
+    path = only(discovered_files("opencode-db", {"HOME": str(OPENCODE_DB_HOME)}))
+    assert detect(path, Path(path).read_bytes()[:65536]).name == "opencode-db"
+    report: list[FileReport] = []
+    main, sub = read_traces([path], report=report).sessions
+    exported = read_traces([str(READERS / "opencode" / "export-fix-rounding.json")]).sessions[0]
+    assert main.id == exported.id and main.messages == exported.messages
+    usages = [(m.usage.input_tokens, m.usage.cache_read_tokens, m.usage.cache_write_tokens, m.usage.output_tokens,
+               m.usage.extra.get("cost_usd")) for s in (main, sub) for m in s.messages if m.usage]
+    assert usages == [(3000, 0, 2000, 50, "0.01125"), (3080, 3000, 60, 15, "0.00141"), (3105, 3100, 0, 8, "0.001065"),
+                      (1500, 0, 1200, 20, "0.0054")]
+    assert sub.extra["parent_session"] == main.id and [m.role for m in sub.messages] == ["user", "assistant"]
+    assert own_cost(main) == Decimal("0.013725")  # 0.01125 + 0.00141 + 0.001065 and own_cost(sub) == Decimal("0.0054")
+    assert "1 message rows whose data is not a JSON object" in " ".join(n for r in report for n in r.notes)
+
+
+def test_opencode_data_dir_finds_the_database_too():
+    env = {"HOME": "/nonexistent", "OPENCODE_DATA_DIR": str(OPENCODE_DB_HOME / ".local" / "share" / "opencode")}
+    assert [fmt for _, fmt in discovered_files("opencode-db", env)] == ["opencode-db"]

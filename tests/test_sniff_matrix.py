@@ -23,6 +23,7 @@ FOLDERS = {
     "readers/pi-home": "pi", "readers/qwen-home": "qwen-code",
     "readers/amp-home": "amp", "readers/kimi-home": "kimi-cli",
     "readers/crush-project": "crush", "readers/goose-home": "goose",
+    "readers/opencode-db-home": "opencode-db",
 }
 FILES = {
     "tiny/aider.chat.history.md": "aider", "tiny/anthropic-messages.jsonl": "anthropic-messages",

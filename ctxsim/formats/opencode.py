@@ -48,8 +48,8 @@ ABOUT = {
     "records": "every message and part with times; per step (request) tokens {input, output, reasoning, cache "
                "read and write} and its cost; tool calls with their input, output and status; subagent sessions "
                "(parentID)",
-    "cannot_know": "the system prompt and tool definitions (not saved); what a compaction sent; the newer "
-                   "SQLite store (opencode.db) is not read: export the session with `opencode export`",
+    "cannot_know": "the system prompt and tool definitions (not saved); what a compaction sent (the newer "
+                   "SQLite store, opencode.db, is read by the `opencode-db` format)",
     "checked": "OpenCode 1.1 (`opencode export` and the JSON storage folder, from its source: export.ts, Session and "
                "MessageV2 types); not its SQLite store",
 }
@@ -246,7 +246,7 @@ def _from_storage(info: Node, source: Source) -> list[tuple[Node, list[Node]]]:
     out.sort(key=lambda m: str(m[0].get("id") or ""))
     if not out:
         source.note(f"no messages under {os.path.join(storage, 'message', session_id)} (an empty session, or "
-                    "one kept in OpenCode's SQLite store: export it with `opencode export`)")
+                    "one kept in OpenCode's SQLite store: read opencode.db, the `opencode-db` format)")
     return out
 
 
