@@ -1,5 +1,5 @@
-"""Readers of SQLite session stores (issue 30): Crush, Goose. Fixtures: tests/fixtures/make_sqlite_fixtures.py (rows
-written by hand there, in the product's own schema)."""
+"""Readers of SQLite session stores (issue 30): Crush, Goose, OpenCode's opencode.db; and Factory Droid.
+Fixtures: tests/fixtures/make_sqlite_fixtures.py (rows written by hand there, in the product's own schema)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def only(found: list[tuple[str, str]]) -> str:
 def test_crush_database_is_found_in_the_project_and_read_with_its_subagent(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(CRUSH_PROJECT)
     found = discovered_files("crush", {"HOME": "/nonexistent"})
-    assert found == [(".crush/crush.db", "crush")]
+    assert found == [("./.crush/crush.db", "crush")]
     path = CRUSH_PROJECT / ".crush" / "crush.db"
     before = path.read_bytes()
     assert detect(str(path), before[:65536]).name == "crush"
@@ -122,3 +122,35 @@ def test_opencode_database_reads_as_the_export_does_with_its_subagent():
 def test_opencode_data_dir_finds_the_database_too():
     env = {"HOME": "/nonexistent", "OPENCODE_DATA_DIR": str(OPENCODE_DB_HOME / ".local" / "share" / "opencode")}
     assert [fmt for _, fmt in discovered_files("opencode-db", env)] == ["opencode-db"]
+
+
+DROID_HOME = READERS / "droid-home"
+
+
+def test_droid_session_is_found_and_read_with_the_totals_of_its_settings_file():
+    path = only(discovered_files("droid", {"HOME": str(DROID_HOME)}))
+    assert path.endswith("/-home-u-proj/4f1c9d2e-7a3b-4c5d-9e8f-0a1b2c3d4e5f.jsonl")
+    assert detect(path, Path(path).read_bytes()[:65536]).name == "droid"
+    report: list[FileReport] = []
+    (session,) = read_traces([path], report=report).sessions
+    assert session.id == "4f1c9d2e-7a3b-4c5d-9e8f-0a1b2c3d4e5f" and session.extra["cwd"] == "/home/u/proj"
+    assert [m.role for m in session.messages] == ["user", "assistant", "tool", "assistant"]
+    call = session.messages[1].tool_calls[0]
+    assert (call.id, call.name, call.arguments) == ("toolu_01", "Read", {"file_path": "/home/u/proj/a.py"})
+    assert session.messages[1].thinking == "Read it." and session.messages[2].content == "1/0"
+    assert (session.model, session.provider) == ("claude-sonnet-4-5-20250929", "anthropic")
+    assert all(m.usage is None for m in session.messages)
+    # whole prompts: 1200 uncached + 8000 read + 2500 written; output: 300 + 40 thinking
+    assert session.extra["recorded_totals"] == {"requests": 2, "input_tokens": 11700, "output_tokens": 340,
+                                                "cache_read_tokens": 8000, "cache_write_tokens": 2500}
+    assert "1 todo_state lines" in " ".join(n for r in report for n in r.notes)
+
+
+def test_a_droid_session_without_its_settings_file_reads_without_totals(tmp_path: Path):
+    source = next((DROID_HOME / ".factory/sessions/-home-u-proj").glob("*.jsonl"))
+    alone = tmp_path / source.name
+    shutil.copy(source, alone)
+    report: list[FileReport] = []
+    (session,) = read_traces([str(alone)], report=report).sessions
+    assert "recorded_totals" not in session.extra and session.model is None
+    assert "no settings file beside the session" in " ".join(n for r in report for n in r.notes)

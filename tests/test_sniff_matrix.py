@@ -35,6 +35,8 @@ FILES = {
     "cline/1768323361000/ui_messages.json": "cline",
     "cline/1768323361000/api_conversation_history.json": None,  # older Cline: plain Anthropic messages
     "cline/1768323361000/task_metadata.json": None,
+    "readers/droid-home/.factory/sessions/-home-u-proj/4f1c9d2e-7a3b-4c5d-9e8f-0a1b2c3d4e5f.jsonl": "droid",
+    "readers/droid-home/.factory/sessions/-home-u-proj/4f1c9d2e-7a3b-4c5d-9e8f-0a1b2c3d4e5f.settings.json": None,
 }
 NONE_UNDER = ("readers/opencode-home/.local/share/opencode/storage/message/",
               "readers/opencode-home/.local/share/opencode/storage/part/")

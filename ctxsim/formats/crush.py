@@ -50,7 +50,7 @@ ABOUT = {
 }
 
 # Where `ctxsim inspect` with no path looks (ctxsim.discover): the current project's data directory.
-DISCOVERY = {"folders": (".crush",), "files": "crush.db"}
+DISCOVERY = {"folders": ("./.crush",), "files": "crush.db"}
 
 _TABLES = {"sessions": (b"parent_session_id", b"prompt_tokens", b"cost"),
            "messages": (b"session_id", b"role", b"parts")}
