@@ -43,11 +43,11 @@ def test_crush_database_is_found_in_the_project_and_read_with_its_subagent(monke
     assert main.messages[2].tool_call_id == "toolu_01" and main.messages[2].content == "1/0\n"
     assert (main.model, main.provider) == ("claude-sonnet-4-5-20250929", "anthropic")
     assert main.extra["cwd"] == str(CRUSH_PROJECT)
-    # no per-request usage; the session's cost (its subagent's included) and the last request's sizes
+    # no per-request usage; the session's own cost (Crush's includes its subagent's) and the last request's sizes
     assert all(m.usage is None for m in main.messages + sub.messages)
-    assert main.extra["recorded_totals"] == {"requests": 2, "cost_usd": "0.0123"}
+    assert main.extra["recorded_totals"] == {"requests": 2, "cost_usd": "0.0102", "cost_with_subagents_usd": "0.0123"}
     assert main.extra["last_request"] == {"prompt_tokens": 5230, "output_tokens": 88}
-    assert own_cost(main) == Decimal("0.0123") and own_cost(sub) == Decimal("0.0021")
+    assert own_cost(main) == Decimal("0.0102") and own_cost(sub) == Decimal("0.0021")  # 0.0123 less its subagent's
     assert sub.extra["parent_session"] == main.id == "s-main"
     assert [m.role for m in sub.messages] == ["user", "assistant"] and sub.model == "claude-haiku-4-5-20251001"
     notes = " ".join(n for r in report for n in r.notes)

@@ -13,9 +13,10 @@ response (text, reasoning as thinking, tool calls), a `tool` message's results a
 A session with a `parent_session_id` (Crush's agent tool) is linked to its parent.
 
 Usage: Crush keeps no per-request usage. Its `sessions` row keeps the cost summed over the session's
-requests (a subagent session's cost is added to its parent's too) and, in current versions, the last
-request's prompt (`prompt_tokens`, uncached + cache reads) and output (`completion_tokens`), not sums:
-the cost is kept as the recorded total, the last request's sizes beside it.
+requests (a subagent session's cost is added to its parent's too: the reader takes it out again, so that
+each session's recorded cost is its own requests' and the sum over sessions counts nothing twice) and,
+in current versions, the last request's prompt (`prompt_tokens`, uncached + cache reads) and output
+(`completion_tokens`), not sums: the cost is kept as the recorded total, the last request's sizes beside it.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ ABOUT = {
     "location": "<project>/.crush/crush.db (Crush's data directory, `--data-dir` or options.data_directory "
                 "elsewhere); the projects Crush knows are listed in ~/.local/share/crush/projects.json",
     "records": "every message with its time and model; text, reasoning, tool calls with their input and results; "
-               "per session its cost (summed, subagents' included in the parent's) and the last request's prompt "
-               "and output tokens",
+               "per session its cost (summed; Crush adds subagents' to the parent's, taken out here) and the last "
+               "request's prompt and output tokens",
     "cannot_know": "per-request usage (not saved: requests are counted, their tokens are not known); the system "
                    "prompt and tool definitions; what a summarisation dropped",
     "checked": "Crush's SQLite schema from its source (internal/db migrations and models.go, message/content.go "
@@ -145,7 +146,8 @@ class _Reader:
             self.skip(f"{role} messages")
 
 
-def _session(session: sqlite3.Row, messages: list[sqlite3.Row], has: set[str], source: Source) -> Session | None:
+def _session(session: sqlite3.Row, messages: list[sqlite3.Row], has: set[str], source: Source,
+             children_cost: Decimal) -> Session | None:
     builder = SessionBuilder(str(session["id"]), source=NAME, ts=_ts(session["created_at"]))
     if isinstance(title := session["title"], str) and title:
         builder.extra["title"] = title
@@ -171,7 +173,12 @@ def _session(session: sqlite3.Row, messages: list[sqlite3.Row], has: set[str], s
     requests = sum(1 for m in builder.messages if m.role == "assistant")
     cost = _decimal(session["cost"])
     if cost:
-        builder.extra["recorded_totals"] = {"requests": requests, "cost_usd": format(cost, "f")}
+        totals = {"requests": requests, "cost_usd": format(cost, "f")}
+        if children_cost and cost >= children_cost:  # Crush adds each subagent's cost to its parent's
+            totals.update(cost_usd=format(cost - children_cost, "f"), cost_with_subagents_usd=format(cost, "f"))
+        elif children_cost:
+            source.note(f"session {session['id']}: its cost is below its subagents' (kept as recorded)")
+        builder.extra["recorded_totals"] = totals
     last = {"prompt_tokens": session["prompt_tokens"], "output_tokens": session["completion_tokens"]}
     if any(isinstance(v, int) and v > 0 for v in last.values()):
         builder.extra["last_request"] = last
@@ -188,11 +195,16 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
     with read_only(source.path) as db:
         has = columns_of(db, "messages")
         sessions = rows(db, "SELECT * FROM sessions ORDER BY created_at, id")
+        children: dict[str, Decimal] = {}
+        for session in sessions:
+            if isinstance(parent := session["parent_session_id"], str) and parent:
+                children[parent] = children.get(parent, Decimal(0)) + (_decimal(session["cost"]) or Decimal(0))
         by_session: dict[str, list[sqlite3.Row]] = {}
         for row in rows(db, "SELECT * FROM messages ORDER BY created_at, rowid"):
             by_session.setdefault(str(row["session_id"]), []).append(row)
         for session in sessions:
-            built = _session(session, by_session.pop(str(session["id"]), []), has, source)
+            built = _session(session, by_session.pop(str(session["id"]), []), has, source,
+                             children.get(str(session["id"]), Decimal(0)))
             if built is not None:
                 out.append(built)
         if by_session:
