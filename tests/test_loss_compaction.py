@@ -3,7 +3,7 @@ sessions; what a simulated model summary keeps; redaction makes loss unknown; si
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ctxsim.loss import TraceIndex, metered_run
@@ -130,6 +130,7 @@ def test_a_reread_is_never_negative_nor_more_than_the_source(source: int, produc
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sizes=st.lists(st.integers(-5_000, 5_000), min_size=2, max_size=6), keep=st.integers(0, 2))
+@example(sizes=[14, -2898], keep=0)  # a prompt sized below zero once priced a re-fetch at -$0.0000003
 def test_no_size_is_negative_in_a_metered_run(sizes: list[int], keep: int) -> None:
     """Tool results whose counted size is negative (a calibration's overhead can make it so) still give re-fetches
     and misses of no negative size."""

@@ -36,9 +36,6 @@ KNOWN_CYCLES: list[frozenset[str]] = [
     frozenset({"ctxsim.analysis.accounting", "ctxsim.analysis.cache_breaks", "ctxsim.analysis.inspect"}),
     # the synth face's option helpers and the billing module it calls
     frozenset({"ctxsim.synth", "ctxsim.synth.billing"}),
-    # compare's loss verdict asks loss.compaction how the meter scored on the trace's compactions, which
-    # replays through replay.api, as analysis.preset_check (whose joined parts it takes) does
-    frozenset({"ctxsim.analysis.preset_check", "ctxsim.loss.compaction", "ctxsim.replay.api"}),
 ]
 
 

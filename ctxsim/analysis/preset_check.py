@@ -157,7 +157,8 @@ def check(trace: Trace, tokenizer: str = "o200k_base") -> list[CompactionCheck]:
 def _check(before: Session, after: Session, event: Any, product: str, calibration: Any,
            tokenizer: str, calls: dict[str, Session] | None = None) -> CompactionCheck:
     from ctxsim.policies.spec import resolve
-    from ctxsim.replay.api import Options, replay_choices
+    from ctxsim.replay.choices import replay_choices
+    from ctxsim.replay.plan import Options
 
     version = before.extra.get("cli_version") or after.extra.get("cli_version")
     spec, threshold, source = _spec(product, str(version) if version else None)

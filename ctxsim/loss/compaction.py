@@ -182,7 +182,8 @@ def predict(before: Session, after: Session, tokenizer: str = "o200k_base") -> P
     """The loss meter on the product's compaction stage, fired where the product compacted."""
     from ctxsim.analysis.preset_check import joined_parts
     from ctxsim.policies.spec import resolve
-    from ctxsim.replay.api import Options, replay_choices
+    from ctxsim.replay.choices import replay_choices
+    from ctxsim.replay.plan import Options
 
     if redacted(before) or redacted(after):
         return Predicted(None, None, None, None, "the log's text is redacted or hashed: what the context held cannot "

@@ -296,7 +296,7 @@ def _metered(trace: Any, path: str, choices: Sequence[Any], opts: Any) -> tuple[
     from ctxsim._support.collector import gc_paused
     from ctxsim._support.parallel import at_most
     from ctxsim.replay import runner
-    from ctxsim.replay.api import run_result
+    from ctxsim.replay.choices import run_result
     from ctxsim.replay.plan import replay_tasks
 
     with gc_paused(), at_most(1):
