@@ -184,7 +184,8 @@ class _Reader:
             self.builder.add(result)
 
 
-def _session(info: Node, messages: list[tuple[Node, list[Node]]], source: Source) -> list[Session]:
+def session_of(info: Node, messages: list[tuple[Node, list[Node]]], source: Source) -> list[Session]:
+    """One OpenCode session from its info and its messages' (info, parts), however stored (opencode_db reads it)."""
     session_id = info.string("id") or source.path.rsplit("/", 1)[-1].split(".", 1)[0]
     time = info.obj("time")
     builder = SessionBuilder(session_id, source=NAME, ts=time.ts("created") if time else None)
@@ -264,11 +265,11 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             message = entry.obj("info", required=True)
             assert message is not None
             messages.append((message, entry.array("parts")))
-        return _session(info, messages, source)
+        return session_of(info, messages, source)
     if source.path == "-":
         raise doc.fail("an OpenCode storage session file read from stdin: its messages are in the folders beside "
                        "it (give the file's path, or an `opencode export`)")
-    return _session(doc, _from_storage(doc, source), source)
+    return session_of(doc, _from_storage(doc, source), source)
 
 
 def sniff(head: bytes) -> str | None:

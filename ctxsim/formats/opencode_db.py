@@ -23,7 +23,7 @@ from ctxsim.formats import FormatInfo, register
 from ctxsim.formats._node import Node
 from ctxsim.formats._source import Source
 from ctxsim.formats._sqlite import read_only, rows, sniff_tables
-from ctxsim.formats.opencode import _session
+from ctxsim.formats.opencode import session_of
 from ctxsim.model import Session
 
 NAME = "opencode-db"
@@ -84,7 +84,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             if message is not None:
                 messages.setdefault(str(row["session_id"]), []).append((message, parts.pop(str(row["id"]), [])))
         for row in rows(db, "SELECT * FROM session ORDER BY time_created, id"):
-            out.extend(_session(_info(row, source), messages.pop(str(row["id"]), []), source))
+            out.extend(session_of(_info(row, source), messages.pop(str(row["id"]), []), source))
     if parts or messages:
         skipped["messages and parts of sessions not in the file"] = sum(map(len, messages.values())) + sum(
             map(len, parts.values()))
