@@ -13,7 +13,10 @@ from typing import Annotated, Any, NoReturn, ParamSpec
 
 import typer
 
+from ctxsim._support import cli_params
 from ctxsim.errors import CtxsimError
+
+cli_params.install()  # plain values converted without importing pydantic (see the module)
 
 P = ParamSpec("P")
 
