@@ -78,6 +78,8 @@ def inspect_command(
     wide: Annotated[bool, typer.Option("--wide", help="Every column, however wide the terminal (default: text "
                                                       "columns shortened, then the least useful left out, to "
                                                       "fit).")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Read every file again: neither use nor update the "
+                                                              "accounting index in the cache folder.")] = False,
 ) -> None:
     """What a trace recorded, no simulation: requests, tokens, cost, hit rate, context, composition, timeline;
     with --by, --since/--until, --breaks or no path: accounting across every session, file by file."""
@@ -91,7 +93,7 @@ def inspect_command(
     if source is not None and traces:
         fail("--source picks among the sessions found with no path; give either paths or --source")
     if not traces or by or since or until or breaks or tz:
-        account(traces or [], as_json, by, since, until, tz, source, breaks, fmt, skip_bad_lines)
+        account(traces or [], as_json, by, since, until, tz, source, breaks, fmt, skip_bad_lines, not no_cache)
         return
     from ctxsim.analysis.inspect import inspect_trace, tables
 
@@ -108,10 +110,13 @@ def inspect_command(
 
 
 def account(traces: list[str], as_json: bool, by: str | None, since: str | None, until: str | None,
-            tz: str | None, source: str | None, breaks: bool, fmt: str | None, skip_bad_lines: bool) -> None:
-    """The accounting path: every input read one file at a time into small per-request records."""
+            tz: str | None, source: str | None, breaks: bool, fmt: str | None, skip_bad_lines: bool,
+            cached: bool = True) -> None:
+    """The accounting path: every input read one file at a time into small per-request records (a file
+    unchanged since the last run served from the accounting index unless not `cached`)."""
     from ctxsim.analysis import accounting as acc
     from ctxsim.analysis.cache_breaks import breaks_json, breaks_tables
+    from ctxsim.analysis.file_index import Index
 
     zone = acc.zone(tz)
     first = acc.parse_day(since, "--since") if since else None
@@ -124,7 +129,7 @@ def account(traces: list[str], as_json: bool, by: str | None, since: str | None,
         from ctxsim.discover import discovered_files
 
         inputs = [(path, fmt or name) for path, name in discovered_files(source)]
-    corpus = acc.read_corpus(inputs, skip_bad_lines, acc.home_of())
+    corpus = acc.read_corpus(inputs, skip_bad_lines, acc.home_of(), Index.open(cached))
     for r in corpus.reports:
         if r.skipped_lines:
             typer.echo(f"ctxsim: {r.path}: skipped {len(r.skipped_lines)} malformed line(s)", err=True)
