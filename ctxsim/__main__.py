@@ -17,6 +17,10 @@ def main() -> None:
 
         sys.stdout.write(f"ctxsim {__version__}\n")
         sys.exit(0)
+    if args == ["statusline"]:
+        from ctxsim.analysis.live import main as statusline
+
+        sys.exit(statusline(sys.stdin, sys.stdout))
     from ctxsim.cli import main as cli_main
 
     cli_main()
