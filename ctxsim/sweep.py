@@ -491,6 +491,10 @@ def _metered(trace: Any, path: str, choices: Sequence[Any], opts: Any) -> tuple[
 
     with gc_paused(), at_most(1):
         tasks = _tasks(trace, choices, opts, ())
+        if opts.loss:
+            from ctxsim.loss.identifiers import forget
+
+            forget()  # the identifier memos hold this trace's texts alone: memory flat in the corpus's size
         index = TraceIndex().prime(trace.sessions) if opts.loss else None
         if index is not None:
             from ctxsim.policies.oracle import share
