@@ -81,3 +81,20 @@ def test_anything_but_a_plain_type_is_left_to_typer() -> None:
 
     assert light_converter(int, Bounded()) is None
     assert light_converter(dict[str, int], object()) is None
+
+
+def test_a_command_line_builds_only_the_command_it_names() -> None:
+    import typer
+
+    from ctxsim._support.lazy_cli import command_for
+    from ctxsim.cli import app
+
+    everything = typer.main.get_command(app)
+    assert set(command_for(app, ["inspect", "x.jsonl"]).commands) == {"inspect"}
+    assert set(command_for(app, ["--debug", "policies", "list"]).commands) == {"policies"}
+    assert set(command_for(app, ["nosuch"]).commands) == set(everything.commands)  # the group's own error
+    listed = command_for(app, ["--help"])
+    assert list(listed.commands) == list(everything.commands)
+    for name, command in listed.commands.items():
+        assert command.get_short_help_str() == everything.commands[name].get_short_help_str()
+        assert command.params == [] or name in ("formats", "policies")  # the list needs no parameters
