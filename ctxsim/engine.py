@@ -470,14 +470,18 @@ class Replayer:
 
     def _side_row(self, number: int, session: Session, call: SideCall, ts: str | None, ts_s: float | None,
                   window: int, pricer: Pricer) -> Row:
-        """A policy's own model request: read fresh (uncached), priced like any request (its session's model)."""
-        cost = pricer.cost(Bill(call.input_tokens, output_tokens=call.output_tokens), ts_s)
+        """A policy's own model request, priced like any request (its session's model): read fresh unless the
+        call says what of it the prompt cache served or took (a call sharing the prompt's cached prefix)."""
+        read, write = call.cache_read_tokens, call.cache_write_tokens
+        cost = pricer.cost(Bill(call.input_tokens, read, write, output_tokens=call.output_tokens), ts_s)
+        plain = cost if not (read or write) else pricer.cost(Bill(call.input_tokens, output_tokens=call.output_tokens),
+                                                              ts_s)
         return Row(
             request=number, session=session.id, index=0, kind=call.kind, ts=ts, messages=0,
-            input_tokens=call.input_tokens, cache_read_tokens=0, cache_write_tokens=0, cache_write_1h_tokens=0,
-            uncached_tokens=call.input_tokens, output_tokens=call.output_tokens, context_tokens=call.input_tokens,
-            headroom_tokens=window - call.input_tokens, shared_prefix_tokens=0, rewrite=False,
-            warm_cache_read_tokens=0, cost_usd=cost, cost_warm_usd=cost, cost_nocache_usd=cost,
+            input_tokens=call.input_tokens, cache_read_tokens=read, cache_write_tokens=write, cache_write_1h_tokens=0,
+            uncached_tokens=call.input_tokens - read - write, output_tokens=call.output_tokens,
+            context_tokens=call.input_tokens, headroom_tokens=window - call.input_tokens, shared_prefix_tokens=0,
+            rewrite=False, warm_cache_read_tokens=read, cost_usd=cost, cost_warm_usd=cost, cost_nocache_usd=plain,
         )
 
     def _row(self, number: int, session: Session, index: int, message: Message, history: History,

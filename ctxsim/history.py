@@ -60,6 +60,8 @@ class SideCall:
     input_tokens: int  # what it read: the summarised text plus instructions
     output_tokens: int  # what it wrote: the summary
     note: str = ""
+    cache_read_tokens: int = 0  # of input_tokens, read from the prompt cache (a call that shares the prompt's prefix)
+    cache_write_tokens: int = 0  # of input_tokens, written to the cache (5-minute)
 
 
 @dataclass(frozen=True, slots=True)

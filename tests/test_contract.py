@@ -28,6 +28,7 @@ EXAMPLES = {
     "mask": "mask:keep=3",
     "recent": "recent:keep_first=2,keep_last=8",
     "amortized": "amortized:max_size=30,keep_first=1",
+    "idle_clear": "idle_clear:gap_minutes=0.25,keep=3,tools=[read_file|run_tests]",
     "notes": "notes:read_tools=[read_file]",
 }
 IDEMPOTENT = {"clear", "truncate", "mask", "clear_thinking", "recent"}

@@ -541,13 +541,15 @@ def test_presets_are_registered_and_parse():
     assert [(s.name, s.params.trigger) for s in api] == [("clear", 100_000), ("server_compact", 150_000)]
     assert api[0].params.keep == 3
     # Claude Code as measured through 2.1.5: 200k window - 32k output reserve - 13k buffer = 155k (compact_boundary
-    # preTokens 155,548 and 155,554); the decompiled v2.1.221 (20k reserve): 167k (tests/test_recorded.py checks both).
+    # preTokens 155,548 and 155,554), no clearing stage; the decompiled v2.1.221 (20k reserve): 167k
+    # (tests/test_recorded.py and tests/test_presets_products.py check them).
     claude = [parse_policy(s) for s in table["claude-code"].stages]
-    assert [s.name for s in claude] == ["clear", "compact"]
-    assert claude[1].thresholds(200_000) == (155_000, 155_000) and claude[0].params.trigger == 155_000
-    # Codex 0.104 as measured: about 210k of 272k; before, 90% (reference B.4's catalog example: 272,000 -> 244,800).
+    assert [s.name for s in claude] == ["compact"]
+    assert claude[0].thresholds(200_000) == (155_000, 155_000)
+    # Codex 0.104 as measured: about 210k of the recorded 258,400 usable window; before, 90% (reference B.4's
+    # catalog example: 272,000 -> 244,800).
     (codex,) = [parse_policy(s) for s in table["codex"].stages]
-    assert isinstance(codex, CompactPolicy) and codex.thresholds(272_000) == (209_984, 209_984)
+    assert isinstance(codex, CompactPolicy) and codex.thresholds(258_400) == (210_001, 210_001)
     from ctxsim.policies.spec import resolve
 
     old = resolve(["codex:compact_at=0.9"])[0].policy

@@ -301,23 +301,23 @@ def test_claude_code_preset_compacts_where_claude_code_did(tmp_path: Path) -> No
     assert c.recorded_request == 10 and c.trigger == "auto"
     assert abs(c.replayed_tokens - c.recorded_pre_tokens) <= 0.01 * c.recorded_pre_tokens
     assert c.threshold_request == 10 and "same request" in c.verdict
-    assert c.preset_request in (9, 10)  # the policy checks the prompt about to be sent, pastes included
+    assert c.preset_request == 10  # checked on the last response's total, as the product checks it
     # the documented 167k (v2.1.221 as decompiled) fires one request after the product did
     late = _check(claude_code_compaction(tmp_path / "cc2.jsonl", version="2.1.221"))
     assert late.threshold_tokens == 167_000 and late.threshold_request == 11 and "later" in late.verdict
 
 
-def test_claude_code_preset_that_clears_instead_of_compacting_says_so(tmp_path: Path) -> None:
-    # the same growth as tool results: the preset's first stage clears them at its threshold, the product compacted
+def test_claude_code_preset_compacts_tool_output_it_does_not_clear(tmp_path: Path) -> None:
+    # the same growth as tool results: the product compacted them (no clearing record), and so does the preset
     c = _check(claude_code_compaction(tmp_path / "cct.jsonl", tools=True))
-    assert c.preset_clear_request is not None and c.preset_clear_request <= c.recorded_request
-    assert c.preset_request is None and "clearing stage" in c.verdict
+    assert c.preset_clear_request is None and c.preset_request == c.threshold_request == c.recorded_request
+    assert "clearing stage" not in c.verdict and "same request" in c.verdict
 
 
 def test_codex_preset_compacts_where_codex_0104_did(tmp_path: Path) -> None:
-    # request k sends ~5,108 + 25,008 (k - 1) of a 272k window; 0.104 compacted after request 10 (230k)
-    c = _check(codex_compaction(tmp_path / "cx.jsonl", version="0.104.0"))
-    assert (c.product, c.preset) == ("codex", "codex") and c.threshold_tokens == int(272_000 * 0.772)
+    # request k sends ~5,108 + 25,008 (k - 1) of a 258,400 usable window; 0.104 compacted after request 10 (230k)
+    c = _check(codex_compaction(tmp_path / "cx.jsonl", version="0.104.0", window=258_400))
+    assert (c.product, c.preset) == ("codex", "codex") and c.threshold_tokens == int(258_400 * 0.8127)
     assert c.recorded_request == 11 and c.threshold_request == 11 and "same request" in c.verdict
     old = _check(codex_compaction(tmp_path / "cx2.jsonl", version="0.40.0"))
     assert old.preset == "codex:compact_at=0.9" and old.threshold_tokens == 244_800 and old.threshold_request == 12

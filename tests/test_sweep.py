@@ -281,13 +281,16 @@ def test_a_budget_sets_each_familys_threshold_in_a_fresh_policy():
     from ctxsim.policies.spec import resolve
     from ctxsim.sweep import takes_budget, with_budget
 
-    preset = resolve(["claude-code"])[0].policy
-    before = effective(preset)
-    clear, compact = effective(with_budget(preset, 40_000))["stages"]
-    assert clear["params"]["trigger"] == 40_000 and clear["params"]["keep"] == 3  # the rest as the preset has it
+    pipeline = resolve(["clear:trigger=155000,keep=3+compact:headroom_tokens=45000,summarizer=llm"])[0].policy
+    before = effective(pipeline)
+    clear, compact = effective(with_budget(pipeline, 40_000))["stages"]
+    assert clear["params"]["trigger"] == 40_000 and clear["params"]["keep"] == 3  # the rest as the pipeline has it
     assert (compact["params"]["trigger"], compact["params"]["compact_above"]) == (40_000, 40_000)
     assert compact["params"]["headroom_tokens"] is None and compact["params"]["summarizer"] == "llm"
-    assert effective(preset) == before  # a fresh policy: the resolved one is untouched
+    assert effective(pipeline) == before  # a fresh policy: the resolved one is untouched
+    # a preset's stage too: claude-code's compaction at the budget, its summary size and the rest as it has them
+    preset = effective(with_budget(resolve(["claude-code"])[0].policy, 40_000))["params"]
+    assert (preset["trigger"], preset["headroom_tokens"], preset["summary_tokens"]) == (40_000, None, 5_258)
     assert effective(with_budget(resolve(["scored"])[0].policy, 9_000))["params"]["budget"] == 9_000
     assert effective(with_budget(resolve(["zones"])[0].policy, 9_000))["params"]["window"] == 9_000
     assert effective(with_budget(resolve(["tiered"])[0].policy, 9_000))["params"]["max_context_tokens"] == 9_000

@@ -128,6 +128,7 @@ class SessionInfo:
     recorded_totals: dict[str, Any] | None
     project: str = ""  # as inspect --by project names it (the cwd's last part, the product's folder ...)
     started: str | None = None  # the first timed message's time (ISO), as recorded
+    compaction_of: str | None = None  # a compaction's summarising call (Claude Code acompact): the part it compacted
 
 
 @dataclass
@@ -154,6 +155,8 @@ class Inspection:
     notes: list[str]
     prices: str
     own_cost: dict[str, Any] | None = None  # the trace's own recorded cost beside ctxsim's price (ctxsim.recorded)
+    compaction_calls: int = 0  # the compactions' own summarising calls the log has (Claude Code acompact files)
+    compaction_calls_cost_usd: Decimal = Decimal(0)  # what they cost (in the totals too)
 
     def grouped(self, by: str) -> dict[str, Totals]:
         if by not in GROUPINGS:
@@ -176,6 +179,7 @@ class Inspection:
             "prices": self.prices,
             "totals": self.totals.to_json(),
             "compactions": self.compactions,
+            "compaction_calls": {"sessions": self.compaction_calls, "cost_usd": str(self.compaction_calls_cost_usd)},
             "subagents": self.subagents,
             "subagents_not_read": self.subagents_not_read,
             "sessions": [asdict(s) for s in self.sessions],
@@ -340,7 +344,8 @@ def inspect_trace(trace: Trace, files: list[FileReport] | None = None, tokenizer
             session.extra.get("parent_session"), session.extra.get("continues"),
             dict(session.extra["recorded_totals"]) if session.extra.get("recorded_totals") else None,
             _project(paths.get(id(session), trace.name), session),
-            next((m.ts for m in session.messages if m.ts), None)))
+            next((m.ts for m in session.messages if m.ts), None),
+            str(session.extra.get("compaction_of") or "") or None if session.extra.get("compaction_call") else None))
     totals = totals_of(requests)
     notes = list(prices.notes)
     for session in totals_only:
@@ -385,11 +390,14 @@ def inspect_trace(trace: Trace, files: list[FileReport] | None = None, tokenizer
         {"median": percentile(growth, 50), "p90": percentile(growth, 90), "max": max(growth, default=0),
          "min": min(growth, default=0)},
         jumps[:5])
-    subagents = sum(1 for s in trace.sessions if s.extra.get("agent_id"))
+    calls = {s.id for s in trace.sessions if s.extra.get("compaction_call")}
+    subagents = sum(1 for s in trace.sessions if s.extra.get("agent_id") and s.id not in calls)
+    calls_cost = sum((r.cost_usd for r in requests if r.session in calls and r.cost_usd is not None), Decimal(0))
     from ctxsim.recorded import own_cost_json
 
     return Inspection(trace.name, [f for f in files or [] if f.format], infos, requests, totals, compactions,
-                      subagents, not_read, composition, notes, price_data_version(), own_cost_json(trace))
+                      subagents, not_read, composition, notes, price_data_version(), own_cost_json(trace),
+                      len(calls), calls_cost)
 
 
 
@@ -445,7 +453,9 @@ def tables(insp: Inspection, by: str | None = None, timeline: bool = True) -> tu
         ["hit rate (read / input)", f"{t.hit_rate * 100:.2f}%" if per_request else "n/a (no per-request usage)"],
         ["peak context", _n(t.peak_context_tokens) if per_request else "n/a"],
         ["p95 context", _n(t.p95_context_tokens) if per_request else "n/a"],
-        ["compactions seen", _n(insp.compactions)],
+        ["compactions seen", _n(insp.compactions) + (
+            f" ({insp.compaction_calls} summarising call(s) logged: {_money(insp.compaction_calls_cost_usd)})"
+            if insp.compaction_calls else "")],
         ["subagents", _n(insp.subagents) + (f" (+{len(insp.subagents_not_read)} not read)"
                                             if insp.subagents_not_read else "")],
         ["sessions", _n(len(insp.sessions))],
@@ -467,7 +477,9 @@ def tables(insp: Inspection, by: str | None = None, timeline: bool = True) -> tu
         parts = ([f"subagent of #{number[s.parent]}" if s.parent in number else f"subagent of {s.parent}"]
                  if s.parent else []) + \
                 ([f"continues #{number[s.continues]}" if s.continues in number else f"continues {s.continues}"]
-                 if s.continues else [])
+                 if s.continues else []) + \
+                ([f"summarising call of #{number[s.compaction_of]}'s compaction" if s.compaction_of in number
+                  else f"summarising call of {s.compaction_of}'s compaction"] if s.compaction_of else [])
         return "; ".join(parts)
 
     out.append(FitTable("sessions (by project and start; --json has their ids)",

@@ -9,12 +9,20 @@ for the transcript's version (`presets.claude_code.for_version`, `presets.codex.
 calibrated on the whole trace when it recorded enough usage, and reports whether and at which
 request the preset compacts, beside the request the product compacted before.
 
-`validate` shows it; `check(trace)` returns the rows, `table(checks)` the terminal table.
+Each compaction is also measured on both sides (`Side`, `compaction_entry`): the request it compacted
+after, the prompt before and after, the summary's tokens, the summarising call's cost (the product's
+where its log has the call: Claude Code 2.1.3x's `acompact` subagent file) and the cost of the requests
+after the product's compaction up to its next one (the product's as recorded and priced, the preset's
+as replayed). A manual compaction is replayed at the request the user asked for it (`at_request`).
+
+`validate` shows it; `check(trace)` returns the rows, `table(checks)` and `sides_table(checks)` the
+terminal tables; `ctxsim presets check` sums them over a corpus (ctxsim.analysis.preset_corpus).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
+from decimal import Decimal
 from typing import Any
 
 from ctxsim.model import Session, Trace
@@ -43,6 +51,8 @@ class CompactionCheck:
     # none) passes the threshold: where the preset's threshold fires when checked as the products check it
     requests: int  # requests in the joined session
     calibrated: bool
+    product_side: Side = field(default_factory=lambda: Side())  # the compaction as the product did it
+    preset_side: Side = field(default_factory=lambda: Side())  # as the preset does it
 
     @property
     def verdict(self) -> str:
@@ -69,7 +79,30 @@ class CompactionCheck:
         return text
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "verdict": self.verdict}
+        out = {k: v for k, v in asdict(self).items() if k not in ("product_side", "preset_side")}
+        return {**out, "verdict": self.verdict}
+
+
+@dataclass(frozen=True)
+class Side:
+    """One compaction as one side (the product, or its preset) did it. None: not known (not logged, or the
+    preset never compacted)."""
+
+    after_request: int | None = None  # it compacted after this request (1-based in the joined session)
+    prompt_before: int | None = None  # the prompt of the request it compacted after
+    prompt_after: int | None = None  # the prompt of the first request after the compaction
+    summary_tokens: int | None = None
+    summarizer_cost_usd: Decimal | None = None  # the summarising call(s)
+    cost_after_usd: Decimal | None = None  # the requests after the product's compaction up to its next one
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: (str(v) if isinstance(v, Decimal) else v) for k, v in asdict(self).items()}
+
+
+def compaction_entry(check: CompactionCheck) -> dict[str, Any]:
+    """One compaction of `validate --json`'s "compactions": the product's side and the preset's, each a dict
+    (other analyses add their own keys to the entry)."""
+    return {"product": check.product_side.to_json(), "preset": check.preset_side.to_json()}
 
 
 def _product(session: Session) -> str | None:
@@ -116,18 +149,21 @@ def check(trace: Trace, tokenizer: str = "o200k_base") -> list[CompactionCheck]:
     from ctxsim.analysis.calibrate import fit
 
     calibration = fit(trace, tokenizer)
-    return [_check(before, after, event, product, calibration, tokenizer)
+    calls = {s.id: s for s in trace.sessions if s.extra.get("compaction_call")}
+    return [_check(before, after, event, product, calibration, tokenizer, calls)
             for before, after, event, product in pairs]
 
 
 def _check(before: Session, after: Session, event: Any, product: str, calibration: Any,
-           tokenizer: str) -> CompactionCheck:
+           tokenizer: str, calls: dict[str, Session] | None = None) -> CompactionCheck:
     from ctxsim.api import Options, replay_choices
     from ctxsim.policies.spec import resolve
 
     version = before.extra.get("cli_version") or after.extra.get("cli_version")
     spec, threshold, source = _spec(product, str(version) if version else None)
     joined, n_before = _joined(before, after)
+    if event.fields.get("trigger") == "manual":  # the user asked for it: the preset compacts there too
+        spec += ("," if ":" in spec else ":") + f"at_request={n_before + 1}"
     trace = Trace(f"{before.id} joined", (joined,))
     options = Options(tokenizer=tokenizer, jobs=1)
     if calibration is not None:
@@ -144,6 +180,8 @@ def _check(before: Session, after: Session, event: Any, product: str, calibratio
     compacts = [e for e in preset.events if e.kind == "compact"]
     clears = [e for e in preset.events if e.kind == "clear"]
     pre = event.fields.get("pre_tokens")
+    product_side = _product_side(before, after, n_before, tokenizer, summarizer_of(after, calls or {}))
+    preset_side = _preset_side(preset, n_before)
     return CompactionCheck(
         session=before.id, product=product, version=str(version) if version else None, preset=spec,
         threshold=threshold, source=source, trigger=event.fields.get("trigger"), recorded_request=n_before + 1,
@@ -153,14 +191,84 @@ def _check(before: Session, after: Session, event: Any, product: str, calibratio
         preset_prompt_tokens=compacts[0].tokens_before if compacts else None,
         preset_clear_request=clears[0].request if clears else None,
         threshold_tokens=limit, threshold_request=crossed if crossed is None or crossed <= len(rows) else None,
-        requests=len(rows), calibrated=calibration is not None)
+        requests=len(rows), calibrated=calibration is not None, product_side=product_side, preset_side=preset_side)
+
+
+def summarizer_of(after: Session, calls: dict[str, Session]) -> Session | None:
+    """The product's logged summarising call of the compaction that started `after` (a Claude Code `acompact`
+    subagent session, linked by its reader), if the log has it."""
+    sid = after.extra.get("compaction_call_session")
+    return calls.get(str(sid)) if sid else None
+
+
+def _usages(session: Session) -> list[Any]:
+    return [m for m in session.messages if m.role == "assistant" and m.usage is not None]
+
+
+def recorded_cost(session: Session, messages: list[Any] | None = None) -> Decimal | None:
+    """What the recorded responses of `session` (or those of `messages`) cost, priced at their own model."""
+    from ctxsim.analysis.inspect import _Prices
+    from ctxsim.pricing import Bill
+
+    prices = _Prices()
+    total = Decimal(0)
+    priced = False
+    for m in _usages(session) if messages is None else messages:
+        pricer = prices.get(session.provider, m.model or session.model)
+        if pricer is None:
+            continue
+        u = m.usage
+        total += pricer.cost(Bill(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.cache_write_1h_tokens,
+                                  u.output_tokens), None)
+        priced = True
+    return total if priced else None
+
+
+def _product_side(before: Session, after: Session, n_before: int, tokenizer: str, call: Session | None) -> Side:
+    from ctxsim.tokens import TokenCounter, get_tokenizer
+
+    was = _usages(before)
+    now = _usages(after)
+    counter = TokenCounter(get_tokenizer(tokenizer))
+    summaries = [m for m in after.messages if m.role == "summary"]
+    summary = sum(counter.count(m.content) for m in summaries) if summaries else None
+    call_usage = _usages(call) if call is not None else []
+    if call_usage and call_usage[-1].usage.output_tokens:
+        summary = call_usage[-1].usage.output_tokens  # the model's own count of what it wrote
+    return Side(
+        after_request=n_before,
+        prompt_before=was[-1].usage.input_tokens if was else None,
+        prompt_after=now[0].usage.input_tokens if now else None,
+        summary_tokens=summary,
+        summarizer_cost_usd=recorded_cost(call) if call is not None else None,
+        cost_after_usd=recorded_cost(after) if now else None)
+
+
+def _preset_side(run: Any, n_before: int) -> Side:
+    requests = [r for r in run.rows if r.kind == "request"]
+    after = [r for r in requests if r.request > n_before]
+    cost_after = sum((r.cost_usd for r in after), Decimal(0)) if after else None
+    compacts = [e for e in run.events if e.kind == "compact"]
+    if not compacts:
+        return Side(cost_after_usd=cost_after)
+    # the compaction nearest the product's (a preset can compact more than once in the joined session)
+    event = min(compacts, key=lambda e: (abs(e.request - 1 - n_before), e.request))
+    calls = [r for r in run.rows if r.kind == "summarize" and r.request == event.request]
+    first = next((r for r in requests if r.request == event.request), None)
+    last = next((r for r in requests if r.request == event.request - 1), None)
+    return Side(
+        after_request=event.request - 1, prompt_before=last.context_tokens if last is not None else None,
+        prompt_after=first.context_tokens if first is not None else None,
+        summary_tokens=calls[0].output_tokens if calls else None,
+        summarizer_cost_usd=sum((r.cost_usd for r in calls), Decimal(0)) if calls else None,
+        cost_after_usd=cost_after)
 
 
 def _threshold(policy: Any, window: int) -> int:
     """The compaction threshold of a preset's compact stage at this window, in tokens."""
     for stage in getattr(policy, "stages", None) or (policy,):
         if hasattr(stage, "thresholds"):
-            return int(stage.thresholds(window)[0])
+            return int(stage.thresholds(getattr(stage.params, "window_tokens", None) or window)[0])
     raise ValueError("the preset has no compaction stage")
 
 
@@ -191,4 +299,33 @@ def notes(checks: list[CompactionCheck]) -> list[str]:
                "the product's own count; 'threshold fires' = the first request after a response whose total passes "
                "the preset's threshold (as the products check); 'preset compacts' = where the preset's policy "
                "compacts (it checks the prompt about to be sent, new messages included, so it can come one earlier)")
+    out.append("each compaction: 'cost after' = the requests after the product's compaction up to its next one (the "
+               "product's recorded usage priced, the preset's replayed); 'summarizer $' = the summarising call ('-' "
+               "for the product: its log does not have the call); a manual compaction is replayed where the user "
+               "asked for it")
     return out
+
+
+def _usd(value: Decimal | None) -> str:
+    return "-" if value is None else f"${value:.4f}"
+
+
+def _tokens(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def sides_table(checks: list[CompactionCheck]) -> Any:
+    """Every compaction, the product's and the preset's side on two rows."""
+    from ctxsim.reports._terminal import TableData
+
+    rows = []
+    for c in checks:
+        for who, label, side in (("product", f"{c.product} {c.version or '?'} ({c.trigger or '?'})", c.product_side),
+                                 ("preset", c.preset, c.preset_side)):
+            rows.append([c.session[-24:] if who == "product" else "", label,
+                         "never" if side.after_request is None else f"after {side.after_request:,}",
+                         _tokens(side.prompt_before), _tokens(side.prompt_after), _tokens(side.summary_tokens),
+                         _usd(side.summarizer_cost_usd), _usd(side.cost_after_usd)])
+    return TableData("each compaction, the product beside its preset",
+                     ["session", "who", "compacted", "prompt before", "prompt after", "summary", "summarizer $",
+                      "cost after $"], rows, left=2)

@@ -246,6 +246,7 @@ class _SessionFacts:
         self.hidden_prefix = hidden_prefix
         self.reasoning_rule = reasoning_rule
         self.compacted = any(e.name == "compaction" for e in session.events)
+        self.call_logged = bool(session.extra.get("compaction_call_session"))  # Claude Code's acompact file
         self.previous: RequestCheck | None = None
         self.previous_ts: float | None = None  # when the previous request was sent
         self.input_ts: float | None = None  # the latest message before this request
@@ -289,7 +290,9 @@ class _SessionFacts:
         gap = ts - self.previous_ts if ts is not None and self.previous_ts is not None else None
         first = self.index == 0
         if first and self.compacted:
-            out.append("first request after the agent's own compaction (the summarising call is not logged)")
+            out.append("first request after the agent's own compaction (the summarising call is "
+                       + ("logged in its own file: the compaction's, not this request's)" if self.call_logged
+                          else "not logged)"))
         if first and rec_read > 0:
             out.append(f"first request of its session, yet {rec_read:,} tokens came from the cache: that prefix "
                        "(system prompt and tools) was cached before this log starts"

@@ -47,10 +47,12 @@ def validate_command(
 
     checks = preset_check.check(trace, tokenizer)  # the product's own compactions against its preset
     if as_json:
-        typer.echo(json.dumps({**result.to_json(worst), "preset_checks": [c.to_json() for c in checks]},
+        typer.echo(json.dumps({**result.to_json(worst), "preset_checks": [c.to_json() for c in checks],
+                               "compactions": [preset_check.compaction_entry(c) for c in checks]},
                               indent=1, sort_keys=True, ensure_ascii=False))
         return
     tables, notes = validation_tables(result, worst)
     if checks:
-        tables, notes = [*tables, preset_check.table(checks)], [*notes, *preset_check.notes(checks)]
+        tables = [*tables, preset_check.table(checks), preset_check.sides_table(checks)]
+        notes = [*notes, *preset_check.notes(checks)]
     print_tables(tables, notes, title=f"validate {result.trace}")

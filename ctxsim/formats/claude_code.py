@@ -26,6 +26,12 @@ What the reader maps:
   carry becomes a `user` message marked `extra["attachment"]` (its type), placed after the tool
   results of the open response; an attachment with no text is counted in the notes (its rendering
   is not in the log).
+- An `acompact` sidechain (2.1.3x and later write the summarising call of an automatic compaction to
+  `subagents/agent-acompact-*.jsonl` beside the session) is not a subagent: it is linked to the
+  compaction it wrote (`extra["compaction_call"]`, the compacted part in `extra["compaction_of"]`,
+  and the part after the compaction names it in `extra["compaction_call_session"]`), so that its
+  cost is the compaction's. When the session's compactions are not in the files read it stays a
+  sidechain marked `compaction_call`, linked to none.
 - Synthetic error messages (`<synthetic>` model), `queue-operation`, `file-history-snapshot`,
   `progress`, title `summary` lines and other housekeeping are ignored.
 """
@@ -456,9 +462,56 @@ def _user(node: Node, stream_for: Any) -> None:
         s.add(m)
 
 
+COMPACTION_AGENT = "acompact"  # the agentId prefix of a compaction's summarising call (2.1.3x on)
+
+
+def _epoch(ts: str | None) -> float | None:
+    from ctxsim.model import parse_ts
+
+    try:
+        return parse_ts(ts) if ts else None
+    except ValueError:
+        return None
+
+
+def link_compaction_calls(sessions: list[Session]) -> list[Session]:
+    """Each `acompact` sidechain linked to the compaction it wrote: the first compaction of its Claude Code
+    session logged at or after its last line (the boundary is written once the summary is back), else the
+    nearest before it. A compaction takes one call."""
+    calls = [s for s in sessions if str(s.extra.get("agent_id") or "").startswith(COMPACTION_AGENT)]
+    if not calls:
+        return sessions
+    parts = []  # (time of its compaction, the part the compaction starts)
+    for s in sessions:
+        event = next((e for e in s.events if e.name == "compaction"), None)
+        if event is not None and s.extra.get("continues") and not s.extra.get("sidechain"):
+            parts.append((_epoch(event.ts), s))
+    updated: dict[str, dict[str, Any]] = {}
+    taken: set[str] = set()
+    for call in calls:
+        extra = updated.setdefault(call.id, dict(call.extra))
+        extra["compaction_call"] = True
+        end = max((t for t in (m.ts_s if m.ts else None for m in call.messages) if t is not None), default=None)
+        own = [(t, p) for t, p in parts if p.extra.get("claude_session_id") == call.extra.get("claude_session_id")
+               and p.id not in taken]
+        if end is None or not own:
+            continue
+        later = [(t, p) for t, p in own if t is not None and t >= end]
+        earlier = [(t, p) for t, p in own if t is not None and t < end]
+        chosen = min(later, key=lambda tp: (tp[0], tp[1].id))[1] if later else \
+            max(earlier, key=lambda tp: (tp[0], tp[1].id))[1] if earlier else None
+        if chosen is None:
+            continue
+        taken.add(chosen.id)
+        extra["compaction_of"] = chosen.extra.get("continues")
+        updated.setdefault(chosen.id, dict(chosen.extra))["compaction_call_session"] = call.id
+    return [replace(s, extra=frozen(updated[s.id])) if s.id in updated else s for s in sessions]
+
+
 def link(sessions: list[Session]) -> list[Session]:
-    """Link subagent sessions to the parent's Task call; repair a placeholder final output;
-    count a response that appears in two files once."""
+    """Link subagent sessions to the parent's Task call and compaction calls to their compaction; repair a
+    placeholder final output; count a response that appears in two files once."""
+    sessions = link_compaction_calls(sessions)
     parents: dict[str, tuple[Session, dict[str, Any]]] = {}
     for s in sessions:
         for agent, entry in (s.extra.get("subagents") or {}).items():
@@ -523,8 +576,10 @@ ABOUT = {
                 "<session id>/subagents/ in newer versions)",
     "records": "every message with its time; per API response the model and Anthropic usage (input, cache read, "
                "5-minute and 1-hour cache writes, output), split over several lines; compaction boundaries with "
-               "the summary and the tokens before; subagent sessions",
-    "cannot_know": "the system prompt and tool definitions (not logged); the compaction call's own usage; "
+               "the summary and the tokens before; subagent sessions; 2.1.3x on: an automatic compaction's "
+               "summarising call (subagents/agent-acompact-*.jsonl), linked to its compaction",
+    "cannot_know": "the system prompt and tool definitions (not logged); the compaction call's own usage before "
+                   "2.1.3x; what the product re-attaches after a compaction (files, todo list, plan); "
                    "the last response of a file cut short (placeholder output counts); cost (not recorded)",
 }
 

@@ -29,6 +29,16 @@ edit rewrites the cached prefix and must pay for itself.
 The summarising request is metered as a side call (kind "summarize"): input = the summarised
 messages plus the instruction prompt, output = the summary. The summary ends with the current
 notes when a `notes` stage keeps a notes file for the session (`include_notes`).
+
+The products' own rules (the presets in ctxsim/presets set them, each with its source):
+`trigger_on=last_response` checks the threshold on the last response's total, the count a product has
+before it sends the next request (Claude Code's preTokens, Codex's total_tokens); `window_tokens` is
+the window the product sizes its threshold by (Claude Code: 200k unless the 1M variant); `keep_answers`
+keeps the assistant's final answers and developer messages beside the user messages (Codex's rebuilt
+history); `reattach=claude-code` puts back what Claude Code re-attaches after the summary (its newest
+files read, todo list and plan: ctxsim.policies._reattach); `summarizer_call` says how the summarising
+request is sent and billed (the span alone uncached; the whole prompt uncached, its cached prefix read,
+or all written to the cache); `at_request` compacts before one given request (a manual /compact).
 """
 
 from __future__ import annotations
@@ -41,7 +51,7 @@ from typing import Literal
 from ctxsim.model import Message, ToolCall
 from ctxsim.params import field_doc
 from ctxsim.policies import PolicyInfo, register
-from ctxsim.policies.base import Edit, Item, SideCall, Summarize, View
+from ctxsim.policies.base import Change, Edit, Insert, Item, SideCall, Summarize, View
 from ctxsim.summarizers import Summarizer, TurnClock, make_summarizer, run_summarizer
 from ctxsim.summarizers.extractive import Block
 from ctxsim.summarizers.llm import INSTRUCTIONS
@@ -280,6 +290,24 @@ class CompactParams(SummaryParams):
         "skip unless the summarised part holds at least this many tokens"))
     verify: bool = field(default=False, metadata=field_doc(
         "meter a second call that re-checks the summary (Gemini CLI's verification probe)"))
+    trigger_on: Literal["prompt", "last_response"] = field(default="prompt", metadata=field_doc(
+        "what the threshold is checked on: the prompt about to be sent, or the last response's total (its prompt "
+        "and output, the count the products know before the next request: Claude Code, Codex)"))
+    at_request: int | None = field(default=None, metadata=field_doc(
+        "also compact before this request (1-based in the run) whatever the prompt: a manual /compact"))
+    window_tokens: int | None = field(default=None, metadata=field_doc(
+        "the window the product sizes its thresholds by (Claude Code: 200k unless the 1M variant), "
+        "in place of the replay's window"))
+    keep_answers: bool = field(default=False, metadata=field_doc(
+        "with keep_user_tokens: also keep the assistant's final answers (messages with no tool call) and "
+        "system/developer messages in that budget, as Codex's rebuilt history does"))
+    reattach: Literal["none", "claude-code"] = field(default="none", metadata=field_doc(
+        "what the product re-attaches after the summary: claude-code = its newest files read (5 x 5k), "
+        "todo list and plan"))
+    summarizer_call: Literal["span", "prompt", "cached", "written"] = field(default="span", metadata=field_doc(
+        "the summarising request: span = the summarised messages, uncached; prompt = the whole prompt, "
+        "uncached; cached = the whole prompt, its prefix read from the cache; written = the whole prompt "
+        "written to the cache"))
 
     def __post_init__(self) -> None:
         if min(self.trigger, self.compact_above, self.keep_recent, self.keep_user_tokens, self.clear_at_least) < 0:
@@ -292,6 +320,8 @@ class CompactParams(SummaryParams):
             raise ValueError("headroom_tokens must not be negative")
         if self.keep_fraction is not None and not 0 <= self.keep_fraction < 1:
             raise ValueError("keep_fraction must be in [0, 1)")
+        if self.window_tokens is not None and self.window_tokens < 1:
+            raise ValueError("window_tokens must be positive")
 
 
 class CompactPolicy:
@@ -337,8 +367,12 @@ class CompactPolicy:
 
     def decide(self, view: View) -> Sequence[Edit]:
         p = self.params
-        trigger, above = self.thresholds(view.window)
-        if prompt_before(view) <= trigger or view.prompt_tokens <= above:
+        trigger, above = self.thresholds(p.window_tokens or view.window)
+        manual = p.at_request is not None and view.request == p.at_request
+        if not manual and p.trigger_on == "last_response":
+            if last_response_tokens(view) <= trigger:
+                return ()
+        elif not manual and (prompt_before(view) <= trigger or view.prompt_tokens <= above):
             return ()
         cut = self.cut(view)
         if view.prefix_tokens(cut) - view.base_tokens < p.clear_at_least:
@@ -349,7 +383,7 @@ class CompactPolicy:
             budget = p.keep_user_tokens
             for i in range(cut - 1, -1, -1):
                 item = view.items[i]
-                if item.message.role == "user" and i not in keep:
+                if i not in keep and _kept_role(item, p.keep_answers):
                     if item.tokens > budget:
                         break
                     budget -= item.tokens
@@ -365,11 +399,60 @@ class CompactPolicy:
                                   note=f"summary of {len(items)} messages")
         if summary.item.tokens >= old_tokens:
             return ()
-        calls = [summary.call] if summary.call else []
+        calls = [_billed(view, summary.call, p.summarizer_call)] if summary.call else []
         if p.verify and summary.call:
             calls.append(SideCall("summarize", summary.call.input_tokens + summary.call.output_tokens,
                                   summary.call.output_tokens, "verification of the summary"))
-        return (Edit("compact", (summary.replacing(items),), f"compacted {len(items)} messages", tuple(calls)),)
+        changes: list[Change] = [summary.replacing(items)]
+        if p.reattach == "claude-code":
+            from ctxsim.policies import _reattach
+
+            back = _reattach.claude_code(items, calls_for(view, items), lambda t: text_tokens(view, t))
+            if back.tokens:
+                message = Message("user", back.text())
+                tokens = view.size(Message("user", "")) + back.tokens
+                changes.append(Insert(message, view.items[cut] if cut < len(view.items) else None, tokens=tokens))
+        return (Edit("compact", tuple(changes), f"compacted {len(items)} messages", tuple(calls)),)
+
+
+def last_answer(view: View) -> int | None:
+    """The position of the newest assistant message (the last request's answer), if any."""
+    items = view.items
+    return next((i for i in range(len(items) - 1, -1, -1) if items[i].message.role == "assistant"), None)
+
+
+def last_response_tokens(view: View) -> int:
+    """The last request's prompt and output as the provider counted them (the history up to its answer, that
+    answer included): the count a product reads from the last usage before it sends the next request."""
+    last = last_answer(view)
+    return 0 if last is None else view.prefix_tokens(last + 1)
+
+
+def _kept_role(item: Item, answers: bool) -> bool:
+    """A message Codex's rebuilt history keeps verbatim: a user message; with `answers`, also an assistant
+    final answer (no tool call) and a system / developer message."""
+    m = item.message
+    if m.role == "user":
+        return True
+    return answers and (m.role == "system" or (m.role == "assistant" and not m.tool_calls and bool(m.content)))
+
+
+def _billed(view: View, call: SideCall, how: str) -> SideCall:
+    """The summarising request as the product sends and bills it (`summarizer_call`): `span` leaves the span's
+    call as it is; the others send the whole prompt (tools, system, every message) plus the instructions."""
+    if how == "span":
+        return call
+    total = view.prompt_tokens + text_tokens(view, INSTRUCTIONS)
+    if how == "prompt":
+        return SideCall(call.kind, total, call.output_tokens, call.note)
+    if how == "written":
+        return SideCall(call.kind, total, call.output_tokens, call.note, cache_write_tokens=total)
+    # cached: the last request's prompt (everything before its answer, the newest assistant message) is in the
+    # cache and read; what came after it and the instructions are written
+    last = last_answer(view)
+    read = view.prefix_tokens(last) if last is not None else 0
+    return SideCall(call.kind, total, call.output_tokens, call.note, cache_read_tokens=read,
+                    cache_write_tokens=total - read)
 
 
 register(PolicyInfo(

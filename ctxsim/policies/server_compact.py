@@ -14,6 +14,14 @@ place after it, with their tool-use groups. With `pause_after_compaction` the AP
 compaction block and the client re-appends what it wants; here it keeps the newest turn (the last
 assistant message and what followed it) verbatim after the summary.
 
+Billing, as the providers bill it (reference providers-2026-update.md): Anthropic reports the
+compaction as its own entry of `usage.iterations` (the top-level usage excludes it), and OpenAI's
+Responses API compaction (`context_management: [{type: "compaction", compact_threshold}]`, or
+`/responses/compact`) is billed like any call; in both the compaction reads the request's prompt, whose
+prefix (the previous request's prompt) is in the prompt cache. So the summarising row reads
+that prefix from the cache and writes the rest (`iteration_cache=cached`, the default);
+`iteration_cache=uncached` meters it all fresh, as ctxsim did before.
+
 The summary's text is a placeholder (an extractive summary cut or padded to about the modelled
 size), so probes can still look for facts in it; its size is the modelled one.
 """
@@ -22,11 +30,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ctxsim.params import field_doc
 from ctxsim.policies import PolicyInfo, register
 from ctxsim.policies.base import Edit, Item, SideCall, View
-from ctxsim.policies.compact import current_notes, protected, safe_cut, summarise_items, text_tokens
+from ctxsim.policies.compact import current_notes, last_answer, protected, safe_cut, summarise_items, text_tokens
 from ctxsim.summarizers import TurnClock
 from ctxsim.summarizers.llm import SimulatedLLMSummarizer, SummarySize
 
@@ -47,6 +56,9 @@ class ServerCompactParams:
         "custom summary prompt; replaces the default one in the summarising input"))
     include_notes: bool = field(default=True, metadata=field_doc(
         "end the summary with the current notes kept by a notes stage"))
+    iteration_cache: Literal["cached", "uncached"] = field(default="cached", metadata=field_doc(
+        "the compaction iteration reads the prompt's cached prefix (the previous request's), as the provider bills "
+        "it, or is metered uncached"))
     pause_after_compaction: bool = field(default=False, metadata=field_doc(
         "the client re-appends the newest turn after the compaction block: keep the messages since the "
         "last assistant message (with that message, for its tool calls) verbatim"))
@@ -92,8 +104,13 @@ class ServerCompactPolicy:
         summary = summarise_items(view, self.summarizer, self._clock, old, notes, instructions=instructions,
                                   note="compaction iteration")
         # The compaction iteration reads the whole request (tools and system too), not just the messages.
-        call = SideCall("summarize", prompt + text_tokens(view, instructions), p.summary_tokens,
-                        "compaction iteration")
+        total = prompt + text_tokens(view, instructions)
+        read = 0
+        if p.iteration_cache == "cached":
+            last = last_answer(view)
+            read = view.prefix_tokens(last) if last is not None else 0
+        call = SideCall("summarize", total, p.summary_tokens, "compaction iteration", cache_read_tokens=read,
+                        cache_write_tokens=total - read if read else 0)
         return (Edit("compact", (summary.replacing(old),), f"server compaction of {len(old)} messages", (call,)),)
 
 
