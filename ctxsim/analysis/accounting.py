@@ -305,10 +305,13 @@ def group(charges: list[Charge], by: str, tz: tzinfo) -> dict[str, Totals]:
     names = session_names(charges, tz) if by == "session" else {}
     starts = blocks(charges) if by == "block" else {}
     groups: dict[str, list[Charge]] = defaultdict(list)
+    calendar: dict[int, str] = {}  # a UTC quarter hour -> its day, week or month (offsets are whole quarters)
     for c in charges:
         ts_s = c.ts_s if c.ts_s is not None else 0.0  # read only where by time, after the check for None
         if by in ("day", "week", "month", "block") and c.ts_s is None:
             key = "no timestamp"
+        elif by in ("day", "week", "month") and (quarter := int(ts_s // 900)) in calendar:
+            key = calendar[quarter]
         elif by == "day":
             key = f"{local(ts_s, tz):%Y-%m-%d}"
         elif by == "week":
@@ -326,6 +329,8 @@ def group(charges: list[Charge], by: str, tz: tzinfo) -> dict[str, Totals]:
             key = c.project
         else:
             key = c.model
+        if by in ("day", "week", "month") and c.ts_s is not None:
+            calendar[int(ts_s // 900)] = key
         groups[key].append(c)
     if by == "block":  # chronological, as the keys read
         order = sorted(groups, key=lambda k: (k == "no timestamp", min(starts.get(id(c), 0.0) for c in groups[k])))

@@ -118,8 +118,8 @@ class Index:
             stamp: list[Any]) -> Entry | None:
         name = self._name(path, fmt, skip_bad_lines, home)
         try:
-            with open(name, encoding="utf-8") as handle:
-                data = json.load(handle)
+            with open(name, "rb") as handle:
+                data = _loads(handle.read())
             if data.get("stamp") != stamp:
                 return None
             entry = _decode(data["entry"])
@@ -164,6 +164,15 @@ class Index:
 
 
 # ---------------------------------------------------------------- entries as JSON
+
+
+def _loads(data: bytes) -> Any:
+    """orjson where installed (an entry is plain JSON it reads as the stdlib does; its errors are ValueErrors)."""
+    try:
+        from orjson import loads
+    except ImportError:  # pragma: no cover - orjson is a dependency
+        return json.loads(data)
+    return loads(data)
 
 
 def _encode(entry: Entry) -> dict[str, Any]:
