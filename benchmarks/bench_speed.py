@@ -90,10 +90,12 @@ class Runs:
         return statistics.median(r[i] for r in self.runs)
 
 
-def ctxsim_of(checkout: Path | None) -> list[str]:
+def ctxsim_of(checkout: Path | None, entry: str = "ctxsim.cli") -> list[str]:
+    """The installed `ctxsim`, or a checkout's run by this Python through its entry module (`ctxsim.cli`
+    before ctxsim.__main__ answered `--version` and `statusline` itself)."""
     if checkout is None:
         return [shutil.which("ctxsim") or sys.exit("ctxsim is not on PATH (pip install -e .)")]
-    code = f"import sys; sys.path.insert(0, {str(checkout)!r}); from ctxsim.cli import main; main()"
+    code = f"import sys; sys.path.insert(0, {str(checkout)!r}); from {entry} import main; main()"
     return [sys.executable, "-c", code]
 
 
@@ -102,14 +104,17 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--before", type=Path, help="a checkout of an earlier ctxsim, timed beside this one")
+    ap.add_argument("--ours", type=Path, help="time this checkout (a copy of the tree, say) instead of the "
+                                             "installed ctxsim")
     args = ap.parse_args()
     if not SAMPLES.is_dir():
         print(f"note: skipped: the real Claude Code samples are not here ({SAMPLES})")
         return
-    ours = ctxsim_of(None)
+    ours = ctxsim_of(args.ours, "ctxsim.__main__")
     before = ctxsim_of(args.before) if args.before else None
-    if args.before:
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(args.before / "ctxsim")], check=True)
+    for checkout in (args.ours, args.before):
+        if checkout is not None:  # byte-compiled, as an install is
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(checkout / "ctxsim")], check=True)
     ccusage = shutil.which("ccusage")
     inspect = ["inspect", "--by", "day", "--json", "--skip-bad-lines", "--source", "claude-code"]
     rows: list[list[str]] = []
