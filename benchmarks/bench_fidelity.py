@@ -10,9 +10,12 @@ compares every request with its recorded usage, per session:
 * cost: total simulated cost against the recorded bill (relative, list prices);
 * range: whether the recorded bill lies inside the calibration's cost range (when it gives one).
 
-Three modes:
+Four modes:
 
-* `fit`: per-trace calibration, the fit on the trace's own usage (what `validate` does);
+* `fit`: per-trace calibration, the fit on the trace's own usage, the recorded cache facts and
+  re-anchors copied (the anchored score `validate` shows);
+* `predict`: calibrated on the first half of each session only, no cache fact and no re-anchor from
+  the second half, scored on the second half (`validate --predict`, the predicted score);
 * `priors`: no fit, the shipped priors per tokenizer and provider (shipped data no sample was used
   to set), each session part anchored on its first request;
 * `others`: leave-one-session-out: scale and overhead fitted on every OTHER session of the same
@@ -93,6 +96,20 @@ def leave_one_out(loaded: list[tuple[str, object, list[FileReport]]], tokenizer:
     return out
 
 
+def _predicted(trace, tokenizer: str, reports: list[FileReport], skipped: list[str], name: str
+               ) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    """The predicted score's rows (calibrated on each session's first half, scored on the rest), when it exists."""
+    try:
+        from ctxsim.analysis.predict import predict
+    except ImportError:  # before validate --predict
+        return []
+    try:
+        return rows_of(predict(trace, tokenizer, 0.5, reports=reports).validation, "predict")
+    except CtxsimError as exc:
+        skipped.append(f"{name}: predict: {exc}".splitlines()[0][:160])
+        return []
+
+
 def rows_of(result, label: str) -> list[list[str]]:  # type: ignore[no-untyped-def]
     by_session: dict[str, list] = defaultdict(list)
     for check in result.checks:
@@ -155,9 +172,10 @@ def main() -> int:
             table.extend(rows_of(result, mode))
         else:
             loaded.append((name, trace, reports))
+            table.extend(_predicted(trace, args.tokenizer, reports, skipped, name))
     if "mode" in inspect.signature(validate).parameters:  # the calibration that takes a prior
         table.extend(leave_one_out(loaded, args.tokenizer))
-    order = {"fit": 0, "priors": 1, "others": 2}
+    order = {"fit": 0, "predict": 1, "priors": 2, "others": 3}
     table.sort(key=lambda r: (order[r[0]], r[1]))
     widths = [max(len(r[i]) for r in [header, *table]) for i in range(len(header))]
     for row in [header, ["-" * w for w in widths], *table]:

@@ -218,6 +218,7 @@ def replay_trace(path: str, policy_specs: Sequence[str], *, fmt: str | None = No
     reports: list[FileReport] = []
     trace = read_traces([path], fmt, skip_bad_lines=opts.skip_bad_lines, report=reports)
     calibration = None
+    read = trace
     if opts.calibrate:
         from ctxsim.analysis.calibrate import calibrated
 
@@ -227,6 +228,10 @@ def replay_trace(path: str, policy_specs: Sequence[str], *, fmt: str | None = No
         opts = replace(opts, framing=framing, hidden_prefix_tokens=setup.hidden_prefix_tokens)
     result = _replay(trace, path, choices, opts, providers, show_progress)
     result.manifest["calibration"] = calibration_entry(trace, calibration) if opts.calibrate else not_calibrated()
+    if calibration is not None:  # the error `none` really has: fitted on each session's first half, scored on the rest
+        from ctxsim.analysis.predict import manifest_entry
+
+        result.manifest["calibration"]["predicted"] = manifest_entry(read, opts.tokenizer or DEFAULT, reports)
     return result
 
 

@@ -84,9 +84,7 @@ def guarded(command: Callable[P, None]) -> Callable[P, None]:
         except (typer.Exit, typer.Abort, BrokenPipeError):
             raise
         except Exception as exc:  # the last resort: one line, never a traceback
-            import click
-
-            if isinstance(exc, click.ClickException):
+            if isinstance(exc, _click_error("ClickException")):
                 raise
             unexpected(exc, _command_name(command), _inputs(kwargs))
             raise typer.Exit(2) from None
@@ -95,11 +93,11 @@ def guarded(command: Callable[P, None]) -> Callable[P, None]:
 
 
 def _command_name(command: Callable[..., None]) -> str:
-    import click
-
-    context = click.get_current_context(silent=True)
-    return context.command_path.partition(" ")[2] if context is not None and " " in context.command_path else \
-        command.__name__
+    """The command as the user typed it (`inspect`, `policies show`), never the function's name."""
+    context = _click_context()
+    if context is not None and " " in context.command_path:
+        return str(context.command_path.partition(" ")[2])
+    return next((a for a in sys.argv[1:] if not a.startswith("-")), command.__name__.removesuffix("_command"))
 
 
 def _inputs(kwargs: dict[str, object]) -> list[str]:
@@ -145,8 +143,16 @@ def unexpected(exc: BaseException, command: str | None, inputs: Sequence[str]) -
 
 
 def fail(message: str) -> NoReturn:
-    typer.echo(f"ctxsim: error: {message}", err=True)
+    typer.echo(error_line(message), err=True)
     raise typer.Exit(2)
+
+
+def error_line(message: str) -> str:
+    """The one line of an error: whatever a reader quoted of a trace passes the secret rules once more
+    (a value quoted raw anywhere still never prints a key)."""
+    from ctxsim.redact import redact
+
+    return f"ctxsim: error: {redact(message)}"
 
 
 def default_trace() -> str:
@@ -169,6 +175,14 @@ def _click_error(name: str) -> type[Any]:
     """The command-line parser's exception class `name` (typer may vendor click, so not `import click`):
     typed as Any since which class it is is known only at run time."""
     return next(c for c in typer.BadParameter.__mro__ if c.__name__ == name)
+
+
+def _click_context() -> Any:
+    """The running command's context, from the parser typer uses (its own vendored copy of click, or click)."""
+    import importlib
+
+    parser = typer.Context.__mro__[1].__module__.rpartition(".")[0]  # 'click' or 'typer._click'
+    return importlib.import_module(f"{parser}.globals").get_current_context(silent=True)
 
 
 def _run_app(args: list[str]) -> int:
@@ -200,7 +214,7 @@ def main() -> None:
     try:
         sys.exit(_run_app(sys.argv[1:]))
     except CtxsimError as exc:
-        typer.echo(f"ctxsim: error: {exc}", err=True)
+        typer.echo(error_line(str(exc)), err=True)
         sys.exit(2)
     except BrokenPipeError:
         sys.stderr.close()

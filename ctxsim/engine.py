@@ -12,13 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from functools import partial
 from operator import is_
 from typing import Any, NamedTuple
 
 from ctxsim.caching import CacheModel, CacheResult, CacheSpec, WarmStart, cache_spec
+from ctxsim.caching.best_effort import BestEffort, served_share
 from ctxsim.caching.none import unpriced_cache
+from ctxsim.caching.per_model import PerModel
 from ctxsim.caching.recorded import FACTS_KEY, RecordedFacts
+from ctxsim.caching.transfer import cost_range
 from ctxsim.composition import Composition, Snapshots, column_of
 from ctxsim.errors import CtxsimError
 from ctxsim.history import Edit as Spliced
@@ -37,13 +41,13 @@ DEFAULT_RESERVE = 20_000
 DEFAULT_CACHE = {"anthropic": "anthropic", "openai": "openai", "deepseek": "deepseek"}
 
 
-def default_cache(provider: str, model: str | None) -> str:
+def default_cache(provider: str, model: str | None, on: float | None = None) -> str:
     """The cache model a provider's requests replay with when none is chosen; Gemini's implicit
-    cache is `prefix` with the model's minimum (caching/data.toml)."""
+    cache is `prefix` with the model's minimum on day `on` (caching/data.toml; None: the latest)."""
     if provider == "google":
         from ctxsim.caching import model_rules
 
-        return f"prefix:min_tokens={model_rules('google', model)['min_tokens']}"
+        return f"prefix:min_tokens={model_rules('google', model, on)['min_tokens']}"
     return DEFAULT_CACHE.get(provider, "prefix")
 
 
@@ -145,7 +149,9 @@ def resolve(trace: Trace, setup: Setup) -> tuple[Resolved, Pricer]:
     provider = setup.provider or provider or DEFAULT_PROVIDER
     model = setup.model or model or DEFAULT_MODEL
     pricer = Pricer(provider, model)
-    spec = setup.cache or default_cache(pricer.provider_id, pricer.model_id)
+    # the rules of the trace's own date (its first timestamp)
+    started = next((m.ts_s for s in trace.sessions for m in s.messages if m.ts), None)
+    spec = setup.cache or default_cache(pricer.provider_id, pricer.model_id, started)
     if setup.cache is None and unpriced_cache(trace, pricer):  # no cache-read price: the provider caches nothing
         spec = "none"
     if setup.cache_ttl and spec.split(":", 1)[0] == "anthropic":
@@ -240,6 +246,8 @@ class _RunState:
     composition: list[Snapshots] = field(default_factory=list)
     rule: Policy | None = None  # the provider's prompt rules, in front of the policy (Replayer.start)
     observers: tuple[Observer, ...] = ()  # told of every change besides the stages that observe (the loss meter)
+    range_deltas: list[Decimal] = field(default_factory=list)  # per request with a transferred miss (caching.transfer)
+    ranged: bool = False  # a session replayed recorded cache facts: the totals carry a cost range
 
 
 class _Recorded(NamedTuple):
@@ -277,6 +285,8 @@ class Replayer:
         self.trace = trace
         self.sizer = sizer
         self.setup = setup or Setup()
+        # no TTL chosen (--cache-ttl, ttl= in --cache): each session's own, as its recorded writes show it
+        self._ttl_free = not self.setup.cache_ttl and "ttl=" not in (self.setup.cache or "")
         self.resolved, self.pricer = resolve(trace, self.setup)
         self.pricers = Pricers(self.pricer, self.setup, trace_model(trace)[0])
         self._session_pricers = [self.pricers.session(s) for s in trace.sessions] if record else []
@@ -288,6 +298,9 @@ class Replayer:
 
     def recorded(self, session: Session) -> list[_Recorded]:
         """What every run needs of each message of `session` (its texts counted in one batch first)."""
+        unknown = session.extra.get("conversation_unknown")
+        if unknown:  # a reader that could give the accounting only (Cline's ui_messages.json alone)
+            raise CtxsimError(f"{session.id}: cannot replay: {unknown}; `ctxsim inspect` shows its accounting")
         sizer = self.sizer
         ts = self._ts
         pin = set(self.setup.pin_tools)
@@ -324,6 +337,8 @@ class Replayer:
         # the models priced at so far: every session's once the last has run (streamed sessions add theirs)
         self.resolved = replace(self.resolved, models=tuple(self.pricers.used) or (self.pricers.primary.model_id,))
         totals = Totals.of(state.rows, len(state.events), self.resolved.window, self.setup.output_reserve)
+        if state.ranged:
+            totals = replace(totals, cost_range_usd=cost_range(totals.cost_usd, state.range_deltas))
         return PolicyRun(effective(policy), state.rows, state.events, totals, Composition.of(state.composition))
 
     def provider_rule(self) -> Policy | None:
@@ -363,13 +378,27 @@ class Replayer:
         history = History(base, sizer.message, blocks)
         spec = self.resolved.cache
         own = own or self.pricer
+        if spec.name == "anthropic" and self._ttl_free:  # the TTL the product asked for, as its log shows
+            from ctxsim.caching.anthropic import session_spec
+
+            spec = session_spec(spec, session)
         cache = spec.build(own.model_id)  # the session's own model's cache rules (minimum cacheable prefix)
         warm_start = session.extra.get("warm_start_tokens")  # a prefix cached before its log began (calibrate)
         if isinstance(warm_start, int) and warm_start > 0:
             cache = WarmStart(cache, warm_start)
+        switching: PerModel | None = None  # a session whose requests go to several models: a cache per model
+        if len({m.model for m in session.messages if m.role == "assistant" and m.model}) > 1:
+            first, session_cache = own.model_id, cache
+            cache = switching = PerModel(lambda m: session_cache if m == first else spec.build(m), first)
+        ranged: RecordedFacts | BestEffort | None = None  # its other possible answers: the run's cost range
+        share = served_share(self.resolved.provider, own.model_id)  # a provider that promises no hit
+        if share is not None:
+            cache = ranged = BestEffort(cache, share)
+            state.ranged = True
         facts = session.extra.get(FACTS_KEY)  # recorded ceilings and floors of the cache (calibrate; caching/recorded)
         if facts:
-            cache = RecordedFacts(cache, facts)
+            cache = ranged = RecordedFacts(cache, facts)
+            state.ranged = True
         request_pricer = self.pricers.request
         window = self.resolved.window
         reserve = self.setup.output_reserve
@@ -440,9 +469,15 @@ class Replayer:
             shared = history.prefix_tokens(min(valid, len(history))) if prev_items else 0
             rewrite = prev_items > 0 and valid < prev_items
             output = message.usage.output_tokens if message.usage and message.usage.output_tokens else size
+            pricer = own if message.model is None else request_pricer(session, own, message)
+            if switching is not None:
+                switching.use(pricer.model_id)
             rows.append(self._row(number, session, index, message, history, cache, request_ts,
-                                  prompt, output, shared, rewrite, window,
-                                  own if message.model is None else request_pricer(session, own, message)))
+                                  prompt, output, shared, rewrite, window, pricer))
+            if ranged is not None and ranged.pending:  # the other ends of the cost range (caching.transfer)
+                for other in ranged.pending:
+                    state.range_deltas.append(pricer.cost(Bill(prompt, *other, output), request_ts)
+                                              - rows[-1].cost_usd)
             for limit, kind, label in limits:
                 if prompt > limit and limit not in crossed:
                     crossed.add(limit)

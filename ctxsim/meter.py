@@ -140,6 +140,9 @@ class Totals:
     cost_nocache_usd: Decimal = Decimal(0)
     summarize_cost_usd: Decimal = Decimal(0)
     events: int = 0
+    # [low, high] where the run replayed recorded provider misses, transferred to this policy's prompts by
+    # two rules the log cannot tell apart (caching.transfer); None where it replayed none
+    cost_range_usd: tuple[Decimal, Decimal] | None = None
 
     @classmethod
     def of(cls, rows: list[Row], events: int, window: int, reserve: int) -> Totals:
@@ -182,4 +185,8 @@ class Totals:
                 out[key] = str(value)
         out["hit_rate"] = round(self.hit_rate, 6)
         out["warm_hit_rate"] = round(self.warm_hit_rate, 6)
+        if self.cost_range_usd is None:
+            del out["cost_range_usd"]  # no recorded misses replayed: the runs' JSON as before
+        else:
+            out["cost_range_usd"] = [str(v) for v in self.cost_range_usd]
         return out

@@ -90,4 +90,28 @@ def preview(text: str, chars: int) -> str:
     return " ".join(redact(text).split())[:chars]
 
 
-__all__ = ["RULES", "Rule", "preview", "redact"]
+QUOTED_CHARS = 40  # what an error line or a note quotes of a value read from a trace, at most
+
+
+def quoted(value: object, chars: int = QUOTED_CHARS) -> str:
+    """A value read from a trace as an error line or a note quotes it: redacted first (a key in a `role`
+    or `model` field is never echoed), then cut to `chars` characters (an ellipsis says so), in quotes."""
+    text = redact(value if isinstance(value, str) else repr(value))
+    cut = text if len(text) <= chars else text[:chars] + "..."
+    return repr(cut)
+
+
+# A model id as providers and products write them: letters and digits first, then letters, digits and
+# `.-_:/@+[]` (`claude-opus-4-6[1m]`, `anthropic/claude-3.5-sonnet`, `gpt-4o-2024-08-06`,
+# `models/gemini-2.5-pro`, `qwen3-coder:30b`, `deepseek-v4-flash`), at most 128 characters; or a
+# product's placeholder in angle brackets (Claude Code's `<synthetic>`).
+_MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+\[\]-]{0,127}|<[a-z][a-z_-]{0,30}>")  # or `<synthetic>`
+
+
+def plausible_model(name: str) -> bool:
+    """Whether `name` can be a model id: its alphabet and length, and no secret a rule finds in it. A
+    name that is not is neither echoed nor stored (`formats` drops it and counts it in the notes)."""
+    return _MODEL_ID.fullmatch(name) is not None and redact(name) == name
+
+
+__all__ = ["QUOTED_CHARS", "RULES", "Rule", "plausible_model", "preview", "quoted", "redact"]

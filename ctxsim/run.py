@@ -12,7 +12,8 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -175,8 +176,11 @@ class RunResult:
             reserve = data["manifest"]["output_reserve"]
             block = run.get("composition")
             composition = Composition.from_json(block) if block is not None else None
-            entry = PolicyRun(run["policy"], rows, events, Totals.of(rows, len(events), window, reserve),
-                              composition)
+            totals = Totals.of(rows, len(events), window, reserve)
+            span = run.get("totals", {}).get("cost_range_usd")  # not in the rows: kept as saved
+            if span is not None:
+                totals = replace(totals, cost_range_usd=(Decimal(span[0]), Decimal(span[1])))
+            entry = PolicyRun(run["policy"], rows, events, totals, composition)
             if run.get("loss") is not None:
                 from ctxsim.loss.meter import from_json
 

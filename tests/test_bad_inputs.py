@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 from bad_inputs import FILES, TINY, Case, base_text, cases, problems, run_case
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ctxsim._support.fileio import Limits, open_input, read_lines
+from ctxsim._support.fileio import LINE_CHUNK, Limits, numbered_lines, open_input
 from ctxsim.errors import CtxsimError, TraceError
 from ctxsim.formats import FileReport, read_trace, read_traces
 from ctxsim.model import MAX_TS_S, MIN_TS_S, format_ts, parse_ts
@@ -103,14 +105,51 @@ def test_an_over_long_line_is_never_held_whole() -> None:
     class Watched(io.BytesIO):
         biggest = 0
 
-        def readline(self, size: int | None = -1) -> bytes:  # type: ignore[override]
-            line = super().readline(size)
-            Watched.biggest = max(Watched.biggest, len(line))
-            return line
+        def read(self, size: int | None = -1) -> bytes:
+            data = super().read(size)
+            Watched.biggest = max(Watched.biggest, len(data))
+            return data
 
     stream = Watched(b"short\n" + b"x" * 5_000_000 + b"\nafter\n")
-    assert list(read_lines(stream, 1000)) == [b"short\n", None, b"after\n"]
-    assert Watched.biggest <= 1001
+    assert list(numbered_lines(stream, 1000, chunk=4096)) == [(1, b"short\n"), (2, None), (3, b"after\n")]
+    assert Watched.biggest <= 4096
+
+
+def _naive_lines(data: bytes, limit: int) -> list[tuple[int, bytes | None]]:
+    """What `numbered_lines` must give, said plainly: every line that is not blank, numbered, None past the limit."""
+    out: list[tuple[int, bytes | None]] = []
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if line.strip():
+            out.append((number, None if len(line) > limit else line))
+    return out
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from([b"\n", b"  \n", b"\r\n", b"ab", b"{}", b"x" * 9, b" ", b"\t"]), max_size=60),
+       st.integers(min_value=1, max_value=12), st.integers(min_value=1, max_value=16))
+def test_numbered_lines_are_the_files_lines_whatever_the_chunks(pieces: list[bytes], limit: int, chunk: int) -> None:
+    """Lines and blank runs that cross chunks, lines at the limit and one past it: the numbers are the
+    file's, a line over the limit is None, the others whole (but for leading blanks a chunk's end cut off)."""
+    data = b"".join(pieces)
+    got = [(n, None if line is None else line.removesuffix(b"\n").lstrip())
+           for n, line in numbered_lines(io.BytesIO(data), limit, chunk=chunk)]
+    want = [(n, None if line is None else line.lstrip()) for n, line in _naive_lines(data, limit)]
+    assert got == want
+
+
+def test_a_gigabyte_of_blank_lines_is_a_count_per_chunk_not_a_step_per_line() -> None:
+    """10 million newlines, then a record: numbered 10,000,001, and read in one step a chunk."""
+    reads = 0
+
+    class Counted(io.BytesIO):
+        def read(self, size: int | None = -1) -> bytes:
+            nonlocal reads
+            reads += 1
+            return super().read(size)
+
+    stream = Counted(b"\n" * 10_000_000 + b"{}\n")
+    assert list(numbered_lines(stream, 100)) == [(10_000_001, b"{}\n")]
+    assert reads <= 10_000_003 // LINE_CHUNK + 2
 
 
 def test_a_sparse_file_is_refused_by_its_size_before_a_byte_is_read(tmp_path: Path) -> None:

@@ -171,10 +171,15 @@ def _billed_trace(miss_at: int = 3, read: int = SYSTEM) -> Trace:
 def test_the_calibration_records_the_break_and_the_replay_reads_as_billed():
     trace = _billed_trace()
     cal = calibration(trace, "chars4")
-    assert cal.cache_facts == {"s": {3: (SYSTEM, None, None)}}
+    # the ceiling, with the model's own read there (the reference a policy's replay transfers the miss from)
+    assert list(cal.cache_facts) == ["s"] and list(cal.cache_facts["s"]) == [3]
+    fact = cal.cache_facts["s"][3]
+    assert fact[:3] == (SYSTEM, None, None)
+    reference = fact[3]
+    assert reference is not None and reference > SYSTEM
     assert cal.warm_start_tokens == {}  # a cold first request: no warm start, and never a fact (WarmStart's)
     # carried on the session for every replay of the calibrated trace (replay, compare: any policy)
-    assert cal.apply(trace).sessions[0].extra[FACTS_KEY] == {3: (SYSTEM, None, None)}
+    assert cal.apply(trace).sessions[0].extra[FACTS_KEY] == {3: fact}
     assert FACTS_KEY not in trace.sessions[0].extra
     assert cal.quality["cache_ceilings"] == 1 and cal.quality["cache_floors"] == 0
     result = validate(trace, "chars4", calibration=cal)
@@ -185,9 +190,10 @@ def test_the_calibration_records_the_break_and_the_replay_reads_as_billed():
     # what the ceiling took: the model's read at request 3 (the unbroken bill's read, within the fit's rounding)
     whole = [m.usage.cache_read_tokens for m in _billed_trace(miss_at=0).sessions[0].messages if m.usage][2]
     assert abs(cal.cache_facts_moved["down"] - (whole - SYSTEM)) <= 16
+    assert cal.cache_facts_moved["down"] == reference - SYSTEM  # the `none` replay read its reference
     assert cal.cache_facts_moved["up"] == 0
     manifest = cal.to_json()["cache_facts"]
-    assert manifest["ceilings"] == 1 and manifest["by_session"] == {"s": {"3": [SYSTEM, None, None]}}
+    assert manifest["ceilings"] == 1 and manifest["by_session"] == {"s": {"3": [SYSTEM, None, None, reference]}}
     assert any("capped at the recorded read" in n for n in cal.notes)
     tables, _ = validation_tables(validate(trace, "chars4", calibration=cal))
     said = [r[1] for t in tables for r in t.rows if r[0] == "recorded cache facts (for every policy)"]
@@ -222,7 +228,9 @@ def test_session_facts_skip_the_first_request_and_scale_the_model_to_billed_toke
                 R(2, 6_000, 5_450, 6_600, 5_500),  # 5,500 x 5,000 / 5,000: 50 tokens apart, within 128: none
                 R(3, 7_000, 3_000, 7_700, 6_600),  # 6,600 x 6,000 / 6,600 = 6,000 billed; read 3,000: a ceiling
                 R(4, 7_500, 6_950, 8_200, 0)]  # expired in the model; 6,950 <= 7,000 + 50: a floor
-    assert cache_anchor.session_facts(requests) == {3: (3_000, None, None), 4: (None, 6_950, None)}
+    # a ceiling keeps the model's own read (replay tokens: what the `none` replay reads there, so that it
+    # transfers to exactly the ceiling); a floor has none
+    assert cache_anchor.session_facts(requests) == {3: (3_000, None, None, 6_600), 4: (None, 6_950, None, None)}
 
 
 # ---------------------------------------------------------------- provider rules

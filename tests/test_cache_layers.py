@@ -103,7 +103,7 @@ def _history(tokens: int) -> History:
     return history
 
 
-def test_warm_start_moves_the_first_request_only():
+def test_warm_start_moves_the_first_request_and_the_cold_ones_after_a_gap():
     inner = cache_spec("anthropic").build("claude-sonnet-4-5")
     cold = cache_spec("anthropic").build("claude-sonnet-4-5")
     warm = WarmStart(inner, 2_000)
@@ -113,6 +113,10 @@ def test_warm_start_moves_the_first_request_only():
     assert cold_real == CacheResult(0, 5_000, 0)
     assert real == CacheResult(2_000, 3_000, 0)  # read instead of written, the prompt unchanged
     assert warm.request(history, T0 + 10) == cold.request(history, T0 + 10)  # later requests: the model's own
+    # after an idle gap past the 5-minute TTL the model's entries are cold, but the product kept its shared
+    # layer warm: the layer is read, the rest written
+    assert cold.request(history, T0 + 900)[0] == CacheResult(0, 5_000, 0)
+    assert warm.request(history, T0 + 900)[0] == CacheResult(2_000, 3_000, 0)
     big = WarmStart(cache_spec("anthropic").build("claude-sonnet-4-5"), 9_000)
     assert big.request(_history(5_000), T0)[0] == CacheResult(5_000, 0, 0)  # never more than the prompt
 

@@ -25,13 +25,13 @@ def known_trace() -> Trace:
     """Three reads, each result holding two identifiers only it has; request 4 uses alpha's, request 5
     beta's and gamma's. Requests: 1-3 call read_file (alpha, beta, gamma), 4 and 5 answer in text."""
     m = [Message("user", "Please look at the three modules and report their constants.")]
-    for n, (name, body) in enumerate([("alpha", "def alpha_value():\n    return 4242"),
-                                       ("beta", "BETA_LIMIT = 9191"), ("gamma", "gamma_rate = 7373")], 1):
+    for n, (name, body) in enumerate([("alpha", "def alpha_value():\n    return ALPHA_MAX"),
+                                       ("beta", "BETA_LIMIT = BETA_CAP"), ("gamma", "gamma_rate = GAMMA_TOP")], 1):
         m.append(Message("assistant", "", tool_calls=(ToolCall(f"c{n}", "read_file", {"path": f"src/{name}.py"}),)))
         m.append(Message("tool", body + PAD, tool_call_id=f"c{n}", name="read_file"))
-    m.append(Message("assistant", "alpha_value returns 4242."))
+    m.append(Message("assistant", "alpha_value returns ALPHA_MAX."))
     m.append(Message("user", "And the other two?"))
-    m.append(Message("assistant", "BETA_LIMIT is 9191 and gamma_rate is 7373."))
+    m.append(Message("assistant", "BETA_LIMIT is BETA_CAP and gamma_rate is GAMMA_TOP."))
     return Trace("t", (Session(id="s", system="You are a coding agent.", messages=tuple(m)),))
 
 
@@ -84,9 +84,9 @@ def test_none_misses_nothing() -> None:
 def test_clear_misses_exactly_the_cleared_results_identifiers() -> None:
     # keep=1: at request 3 alpha's result is cleared (beta's is the newest), at 4 beta's; gamma's stays.
     run = run_of(known_trace(), "clear:trigger=0,keep=1")
-    assert misses(run) == [(4, "4242", 2, "tool", "read_file", 3, "clear"),
+    assert misses(run) == [(4, "ALPHA_MAX", 2, "tool", "read_file", 3, "clear"),
                            (4, "alpha_value", 2, "tool", "read_file", 3, "clear"),
-                           (5, "9191", 4, "tool", "read_file", 4, "clear"),
+                           (5, "BETA_CAP", 4, "tool", "read_file", 4, "clear"),
                            (5, "BETA_LIMIT", 4, "tool", "read_file", 4, "clear")]
     assert run.loss.distinct_identifiers == 4
     # the stub keeps the call's path, so the file name is not a miss
@@ -96,9 +96,9 @@ def test_clear_misses_exactly_the_cleared_results_identifiers() -> None:
 def test_mask_misses_the_outputs_of_turns_older_than_keep() -> None:
     # keep=1: at request k the turns in the history are those of requests < k; request 3 masks alpha's, 4 beta's
     run = run_of(known_trace(), "mask:keep=1")
-    assert misses(run) == [(4, "4242", 2, "tool", "read_file", 3, "mask"),
+    assert misses(run) == [(4, "ALPHA_MAX", 2, "tool", "read_file", 3, "mask"),
                            (4, "alpha_value", 2, "tool", "read_file", 3, "mask"),
-                           (5, "9191", 4, "tool", "read_file", 4, "mask"),
+                           (5, "BETA_CAP", 4, "tool", "read_file", 4, "mask"),
                            (5, "BETA_LIMIT", 4, "tool", "read_file", 4, "mask")]
 
 
@@ -107,14 +107,14 @@ def test_compact_misses_what_the_summary_left_out() -> None:
     # and the extractive summary keeps the task and file names, not the values read
     run = run_of(known_trace(), "compact:trigger=400,compact_above=0,keep_recent=2,clear_at_least=0")
     assert [(e.request, e.kind) for e in run.events] == [(4, "compact")]
-    assert misses(run) == [(4, "4242", 2, "tool", "read_file", 4, "compact"),
+    assert misses(run) == [(4, "ALPHA_MAX", 2, "tool", "read_file", 4, "compact"),
                            (4, "alpha_value", 2, "tool", "read_file", 4, "compact"),
-                           (5, "9191", 4, "tool", "read_file", 4, "compact"),
+                           (5, "BETA_CAP", 4, "tool", "read_file", 4, "compact"),
                            (5, "BETA_LIMIT", 4, "tool", "read_file", 4, "compact")]
 
 
 def test_a_stub_that_keeps_the_identifier_is_no_miss() -> None:
-    run = run_of(known_trace(), "clear:trigger=0,keep=1,stub=[cleared: alpha_value BETA_LIMIT 4242 9191]")
+    run = run_of(known_trace(), "clear:trigger=0,keep=1,stub=[cleared: alpha_value BETA_LIMIT ALPHA_MAX BETA_CAP]")
     assert run.loss.misses == []
 
 
@@ -150,13 +150,13 @@ def test_misses_round_trip_through_json_without_content_by_default() -> None:
 
 
 def test_probes_checked_at_requests_and_at_the_end(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    probes = ProbeSet((probe("BETA_LIMIT = 9191"), probe("re:gamma_\\w+ = 7373"), probe("src/alpha.py"),
+    probes = ProbeSet((probe("BETA_LIMIT = BETA_CAP"), probe("re:gamma_\\w+ = GAMMA_TOP"), probe("src/alpha.py"),
                        probe("def alpha_value")), frozenset({3, 5}))
     run = run_of(known_trace(), "clear:trigger=0,keep=1", probes)
     table = {p["probe"]: (p["at"], p["end"]) for p in run.loss.probes}
-    assert table["BETA_LIMIT = 9191"] == ({"3": True, "5": False}, False)  # cleared at request 4
+    assert table["BETA_LIMIT = BETA_CAP"] == ({"3": True, "5": False}, False)  # cleared at request 4
     assert table["def alpha_value"] == ({"3": False, "5": False}, False)  # cleared at request 3, before it is sent
-    assert table["re:gamma_\\w+ = 7373"] == ({"3": False, "5": True}, True)  # read by request 3, after it
+    assert table["re:gamma_\\w+ = GAMMA_TOP"] == ({"3": False, "5": True}, True)  # read by request 3, after it
     assert table["src/alpha.py"] == ({"3": True, "5": True}, True)  # in the call and in the stub
     assert run.loss.probes_lost == 2
     none = run_of(known_trace(), "none", probes)
@@ -206,6 +206,6 @@ def test_requested_hook_sees_each_request_before_its_answer() -> None:
     replayer.run(resolve(["clear:trigger=0,keep=1"])[0].policy, observers=(watcher,))
     assert watcher.starts == 1
     assert [s[0] for s in seen] == [1, 2, 3, 4, 5]
-    assert seen[3][1] == "alpha_value returns 4242."
+    assert seen[3][1] == "alpha_value returns ALPHA_MAX."
     assert seen[2][2] == [("clear", "clear", 1)] and seen[0][2] == []
     assert [s[3] for s in seen] == [1, 3, 5, 7, 9]  # the answer is appended after the hook

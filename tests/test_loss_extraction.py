@@ -167,8 +167,10 @@ def _plain_index(session: Any) -> tuple[list[frozenset[str]], frozenset[str], Us
                                      if session.tools else [])
     always = frozenset(reference_extract("\n".join(head)))
     found = [message_identifiers(m) for m in session.messages]
+    from ctxsim.loss.kinds import discounted
+
     vocabulary = frozenset(x for m, ids in zip(session.messages, found, strict=True) if m.role == "assistant"
-                           for x in ids) - always
+                           for x in ids if not discounted(x)) - always  # bare numbers and units never count
     ids = [tuple(x for x in each if x in vocabulary) for each in found]
     counts: Counter[str] = Counter()
     source: dict[str, int] = {}

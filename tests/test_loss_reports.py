@@ -84,7 +84,8 @@ def test_compare_cli_fits_80_columns_states_the_assumptions_and_checks_probes(tm
     with trace.open("w") as out:
         native.write(known_trace(), out)
     args = ["compare", str(trace), "-p", ",".join(SPECS[1:]), "--tokenizer", "chars4", "--no-calibrate",
-            "--probe", "BETA_LIMIT = 9191", "--probe", "re:gamma_\\w+", "--probe-at", "3", "-o", str(tmp_path / "out")]
+            "--probe", "BETA_LIMIT = BETA_CAP", "--probe", "re:gamma_\\w+", "--probe-at", "3",
+            "-o", str(tmp_path / "out")]
     run = CliRunner().invoke(app, args)
     assert run.exit_code == 0, run.output
     out = run.stdout

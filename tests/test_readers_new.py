@@ -88,10 +88,14 @@ def test_gemini_implicit_cache_is_prefix_with_the_models_minimum_from_data():
 
     google = rules()["google"]
     assert google["source"].startswith("https://ai.google.dev/") and google["checked"]
-    assert model_rules("google", "gemini-2.5-pro")["min_tokens"] == 4096
-    assert model_rules("google", "gemini-2.5-flash-lite")["min_tokens"] == 1024
-    assert default_cache("google", "gemini-2.5-pro") == "prefix:min_tokens=4096"
-    assert default_cache("google", "gemini-2.5-flash") == "prefix:min_tokens=1024"
+    before, after = 1_767_225_600.0, 1_796_083_200.0  # 2026-01-01, 2026-12-01: the table changed 2026-10-13
+    assert model_rules("google", "gemini-2.5-pro", before)["min_tokens"] == 2048
+    assert model_rules("google", "gemini-2.5-flash-lite", before)["min_tokens"] == 1024
+    assert model_rules("google", "gemini-2.5-flash-lite", after)["min_tokens"] == 2048
+    assert default_cache("google", "gemini-2.5-pro", before) == "prefix:min_tokens=2048"
+    assert default_cache("google", "gemini-2.5-flash", before) == "prefix:min_tokens=1024"
+    assert default_cache("google", "gemini-2.5-flash", after) == "prefix:min_tokens=2048"
+    assert default_cache("google", "gemini-3.5-flash", after) == "prefix:min_tokens=4096"
     assert default_cache("openai", "gpt-4o") == "openai"
 
 
@@ -302,7 +306,10 @@ def test_cline_without_its_conversation_file_says_so(tmp_path: Path):
     folder = tmp_path / "task"
     folder.mkdir()
     shutil.copy(TINY / "cline" / "ui_messages.json", folder)
+    # the accounting alone is read (issue 30: test_readers_cline.py); what needs the conversation says why not
     result = run_cli("inspect", str(folder / "ui_messages.json"))
+    assert result.exit_code == 0 and "no api_conversation_history.json beside it" in result.output
+    result = run_cli("replay", str(folder / "ui_messages.json"), "-p", "none")
     assert result.exit_code == 2
     assert "api_conversation_history.json" in result.output and "Traceback" not in result.output
 

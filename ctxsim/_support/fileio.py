@@ -218,42 +218,97 @@ class GuardedInput(io.RawIOBase):
         super().close()
 
 
-def read_lines(stream: IO[bytes], limit: int, update: Any = None) -> Iterator[bytes | None]:
-    """The lines of a binary stream; None for a line longer than `limit` bytes (its end not counted).
+_BLANK = frozenset(b" \t\n\r\x0b\x0c")  # what bytes.strip() strips
 
-    An over-long line is never held whole: it is read on in pieces of at most `limit` bytes and
-    dropped, so the caller can refuse (or skip) it at a cost bounded by the limit. `update`, if
-    given, sees every byte read (a hash).
+
+def _non_blank(buf: bytes, pos: int) -> int:
+    """Where the first byte that is not blank stands at or after `pos` in `buf`, or -1. A short look
+    first (a record's line starts at once; a blank line or two is a 64-byte copy), then the rest of the
+    chunk in one strip (a long run of blank lines: one pass in C)."""
+    if pos < len(buf) and buf[pos] not in _BLANK:
+        return pos
+    near = min(len(buf), pos + 64)
+    kept = buf[pos:near].lstrip()
+    if kept:
+        return near - len(kept)
+    if near == len(buf):
+        return -1
+    kept = buf[near:].lstrip()
+    return len(buf) - len(kept) if kept else -1
+LINE_CHUNK = 1 << 16  # what `numbered_lines` reads at a time
+
+
+def numbered_lines(stream: IO[bytes], limit: int, update: Any = None, chunk: int = LINE_CHUNK
+                   ) -> Iterator[tuple[int, bytes | None]]:
+    """(number, line) for every line of a binary stream that is not blank, numbered as the file's lines
+    are; None for a line whose content (its newline aside) is longer than `limit` bytes.
+
+    Blank lines are skipped at the byte level, a chunk at a time (a gigabyte of newlines costs a search
+    and a count per chunk, not a Python step per line), and an over-long line is never held whole: it is
+    read on and dropped, so the caller can refuse (or skip) it at a cost bounded by the limit. A line's
+    leading blanks that a chunk's end cut off are counted against the limit but not returned. `update`,
+    if given, sees every byte read (a hash); `chunk`: the bytes read at a time.
     """
-    readline = stream.readline
+    read = stream.read
+    buf = b""
+    pos = number = 0
+    carry = 0  # blank bytes of the current line that earlier chunks held
     while True:
-        line = readline(limit + 1)
-        if not line:
-            return
-        if update is not None:
-            update(line)
-        if len(line) <= limit or line.endswith(b"\n"):
-            yield line
-            continue
-        while line and not line.endswith(b"\n"):
-            line = readline(limit + 1)
+        if pos >= len(buf):
+            buf, pos = read(chunk), 0
+            if not buf:
+                return
             if update is not None:
-                update(line)
-        yield None
+                update(buf)
+        found = _non_blank(buf, pos)
+        if found < 0:  # the rest of the chunk is blank lines, and maybe the start of one more
+            last = buf.rfind(b"\n", pos)
+            number += buf.count(b"\n", pos)
+            carry = len(buf) - last - 1 if last >= 0 else carry + len(buf) - pos
+            pos = len(buf)
+            continue
+        last = buf.rfind(b"\n", pos, found)
+        if last >= 0:
+            number += buf.count(b"\n", pos, last + 1)
+            pos, carry = last + 1, 0
+        number += 1
+        start = pos
+        end = buf.find(b"\n", found)
+        stop = end if end >= 0 else len(buf)
+        size = carry + stop - start  # the line's content so far, its newline aside
+        carry = 0
+        pos = end + 1 if end >= 0 else len(buf)
+        if end >= 0 and size <= limit:
+            yield number, buf[start:pos]
+            continue
+        parts = [buf[start:pos]] if size <= limit else []
+        while end < 0:  # the line goes on in the next chunks
+            buf, pos = read(chunk), 0
+            if not buf:
+                break
+            if update is not None:
+                update(buf)
+            end = buf.find(b"\n")
+            size += end if end >= 0 else len(buf)
+            pos = end + 1 if end >= 0 else len(buf)
+            if size <= limit:
+                parts.append(buf[:pos])
+            else:
+                parts.clear()  # over the limit: read on to its end without keeping it
+        yield number, b"".join(parts) if size <= limit else None
 
 
 class HashingReader:
-    """Iterates the lines of a binary stream and keeps a SHA-256 of every byte read.
-
-    A line over `max_line_bytes` (default: the limits in force) is yielded as None."""
+    """Iterates the numbered lines of a binary stream that are not blank (`numbered_lines`) and keeps a
+    SHA-256 of every byte read. A line over `max_line_bytes` (default: the limits in force) is None."""
 
     def __init__(self, stream: IO[bytes], max_line_bytes: int | None = None) -> None:
         self._stream = stream
         self._hash = hashlib.sha256()
         self._limit = max_line_bytes if max_line_bytes is not None else _limits.max_line_bytes
 
-    def __iter__(self) -> Iterator[bytes | None]:
-        return read_lines(self._stream, self._limit, self._hash.update)
+    def __iter__(self) -> Iterator[tuple[int, bytes | None]]:
+        return numbered_lines(self._stream, self._limit, self._hash.update)
 
     @property
     def digest(self) -> str:

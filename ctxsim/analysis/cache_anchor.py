@@ -7,7 +7,9 @@ recorded read is taken as the provider's fact (issue 17, cause 6; replayed by
 
 * ceiling: the recorded read is below the model's by more than `tolerance` (a break: a provider
   miss, an eviction, a best-effort implicit cache, a hidden-prefix change the log does not show);
-  the request reads at most what was recorded.
+  `none` reads what was recorded; a policy's prompt loses the same share of its model read, or the
+  same number of tokens (`ctxsim.caching.transfer`: the two ends of its cost range), for which the
+  fact keeps the model's own read at that request (its reference).
 * floor: the recorded read is above the model's by more than `tolerance` and within what the
   session sent before (the previous request's recorded prompt and response): the prefix was kept
   warm past the model's TTL (requests the log does not contain) or the cache ran into the previous
@@ -29,7 +31,9 @@ from typing import Any
 MIN_TOLERANCE_TOKENS = 128  # OpenAI's hit granularity; DeepSeek's is 64
 TOLERANCE_SHARE = 0.01  # of the request's recorded prompt
 
-Facts = dict[int, tuple[int | None, int | None, int | None]]  # request number -> (ceiling, floor, fresh)
+# request number -> (ceiling, floor, fresh, reference): `reference` is the model's own read at a ceiling (the
+# `none` replay's, in replay tokens), from which a policy's replay transfers the miss (caching/recorded.py)
+Facts = dict[int, tuple[int | None, ...]]
 
 
 def tolerance(prompt_tokens: int) -> float:
@@ -44,7 +48,7 @@ def session_facts(requests: Sequence[Any]) -> Facts:
         u = r.recorded.usage
         if u is None or u.input_tokens <= 0:
             continue
-        ceiling = floor = fresh = None
+        ceiling = floor = fresh = reference = None
         slack = tolerance(u.input_tokens)
         if previous is not None and previous.row.input_tokens > 0:
             before = previous.recorded.usage
@@ -52,6 +56,7 @@ def session_facts(requests: Sequence[Any]) -> Facts:
             read = u.cache_read_tokens
             if read < model - slack:
                 ceiling = read
+                reference = r.row.cache_read_tokens
             elif read > model + slack and read <= before.input_tokens + before.output_tokens + slack:
                 floor = read
         written = u.cache_write_tokens + u.cache_write_1h_tokens
@@ -60,7 +65,7 @@ def session_facts(requests: Sequence[Any]) -> Facts:
             if uncached > _uncached(r.row) + slack:
                 fresh = uncached
         if ceiling is not None or floor is not None or fresh is not None:
-            out[r.index] = (ceiling, floor, fresh)
+            out[r.index] = (ceiling, floor, fresh, reference)
         previous = r
     return out
 
@@ -97,13 +102,13 @@ def moved_tokens(before: Sequence[Sequence[Any]], after: Sequence[Sequence[Any]]
     return {"down": down, "up": up, "unwritten": unwritten}
 
 
-def counts(facts: Mapping[str, Facts]) -> tuple[int, int, int]:
+def counts(facts: Mapping[str, Mapping[int, Sequence[int | None]]]) -> tuple[int, int, int]:
     """(requests with a ceiling, with a floor, with a fresh tail)."""
     values = [v for f in facts.values() for v in f.values()]
     return tuple(sum(1 for v in values if v[i] is not None) for i in range(3))  # type: ignore[return-value]
 
 
-def note(facts: Mapping[str, Facts], moved: Mapping[str, int]) -> str | None:
+def note(facts: Mapping[str, Mapping[int, Sequence[int | None]]], moved: Mapping[str, int]) -> str | None:
     """validate's and replay's line on the recorded cache facts; None when there are none."""
     ceilings, floors, fresh = counts(facts)
     if not ceilings and not floors and not fresh:
@@ -111,7 +116,8 @@ def note(facts: Mapping[str, Facts], moved: Mapping[str, int]) -> str | None:
     parts = []
     if ceilings:
         parts.append(f"{ceilings} request(s) read less from the cache than the model (a provider miss, an eviction "
-                     f"or a change the log does not show): capped at the recorded read for every policy, "
+                     f"or a change the log does not show): capped at the recorded read, the miss carried to "
+                     f"each policy's own prompt as the same share or the same tokens (its cost range), "
                      f"{moved.get('down', 0):,} tokens read moved to writes or fresh input")
     if floors:
         parts.append(f"{floors} request(s) read more than the model, within what the session had sent (kept warm "
@@ -123,7 +129,7 @@ def note(facts: Mapping[str, Facts], moved: Mapping[str, int]) -> str | None:
     return "recorded cache facts: " + "; ".join(parts) + " (the cost range's low end is the model without them)"
 
 
-def to_json(facts: Mapping[str, Facts], moved: Mapping[str, int]) -> dict[str, Any]:
+def to_json(facts: Mapping[str, Mapping[int, Sequence[int | None]]], moved: Mapping[str, int]) -> dict[str, Any]:
     ceilings, floors, fresh = counts(facts)
     return {"ceilings": ceilings, "floors": floors, "fresh": fresh, "moved_down_tokens": moved.get("down", 0),
             "moved_up_tokens": moved.get("up", 0), "unwritten_tokens": moved.get("unwritten", 0),

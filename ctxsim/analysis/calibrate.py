@@ -102,7 +102,8 @@ GROWTH_SHARE = 0.02
 GROWTH = "unexplained growth"
 
 # Anthropic models that keep the thinking of earlier turns (extended-thinking docs; the clear_thinking
-# policy cites the same list); older ones strip it from the prompt.
+# policy cites the same list); older ones strip it from the prompt. The rule itself decides by family and
+# version (caching.anthropic.keeps_thinking, caching/data.toml): these are examples of it, kept for callers.
 KEEPS_THINKING = ("claude-opus-4-5", "claude-opus-4-6", "claude-opus-4-7", "claude-sonnet-4-6", "claude-sonnet-4-7")
 TAG = "provider_dropped_reasoning"
 
@@ -229,7 +230,9 @@ class ProviderReasoningRule:
 
 
 def _strips_thinking(model: str) -> bool:
-    return not model.lower().startswith(KEEPS_THINKING)
+    from ctxsim.caching.anthropic import keeps_thinking  # by family and version (caching/data.toml)
+
+    return not keeps_thinking(model)
 
 
 def _anchor(message: Message) -> int:
@@ -453,11 +456,15 @@ class Calibration:
     system_layer_tokens: dict[str, int] = field(default_factory=dict)
     context_tokens: dict[str, int] = field(default_factory=dict)  # of each such prefix, what lies past the layer
     # per session part, the requests whose recorded cache read the cache model cannot produce: request number
-    # -> (ceiling, floor, fresh), replayed as the provider's facts for every policy (analysis/cache_anchor,
-    # caching/recorded)
-    cache_facts: dict[str, dict[int, tuple[int | None, int | None, int | None]]] = field(default_factory=dict)
+    # -> (ceiling, floor, fresh, the model's read at a ceiling), replayed as the provider's facts for every
+    # policy (analysis/cache_anchor, caching/recorded, caching/transfer)
+    cache_facts: dict[str, dict[int, tuple[int | None, ...]]] = field(default_factory=dict)
     cache_facts_moved: dict[str, int] = field(default_factory=dict)  # tokens they moved: read down, up; unwritten
     file_weight: float = 1.0  # the prior's: file-content tokens against the rest (counting.py), not fitted
+    # the unexplained growth as a rule (analysis/growth.GrowthModel), carried by `apply` into the requests no bill
+    # re-anchored: per session, from `growth_from[id]` (the request after its last billed one; 1: none billed)
+    growth_model: Any = None
+    growth_from: dict[str, int] = field(default_factory=dict)
 
     @property
     def missing_tokens(self) -> int:
@@ -560,7 +567,14 @@ class Calibration:
                 new = replace(new, messages=tuple(messages))
             changed = changed or new is not s
             sessions.append(new)
-        return replace(trace, sessions=tuple(sessions)) if changed else trace
+        out = replace(trace, sessions=tuple(sessions)) if changed else trace
+        if self.growth_model is None or not self.growth_from:
+            return out
+        from ctxsim.analysis.growth import carry
+
+        wanted = {s.id: tuple(range(self.growth_from[s.id], s.requests + 1)) for s in out.sessions
+                  if s.id in self.growth_from}
+        return carry(out, counter or TokenCounter(get_tokenizer(self.tokenizer)), self, self.growth_model, wanted)[0]
 
     def to_json(self) -> dict[str, Any]:
         return {"scale": round(self.scale, 4), "message_tokens": self.message_tokens, "file_weight": self.file_weight,
@@ -584,7 +598,8 @@ class Calibration:
                 "warm_start_tokens": dict(self.warm_start_tokens),
                 "system_layer_tokens": dict(self.system_layer_tokens),
                 "context_tokens": dict(self.context_tokens),
-                "cache_facts": cache_anchor.to_json(self.cache_facts, self.cache_facts_moved)}
+                "cache_facts": cache_anchor.to_json(self.cache_facts, self.cache_facts_moved),
+                "growth_model": self.growth_model.to_json() if self.growth_model is not None else None}
 
 
 # ---------------------------------------------------------------- the fit
@@ -794,8 +809,12 @@ def calibration(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCount
     counter = counter or TokenCounter(get_tokenizer(tokenizer))
     name = getattr(counter.tokenizer, "name", tokenizer)
     skipped = dict(skipped_lines or {}) or gaps_by_session(trace, reports)
-    prior = prior or token_prior(name, resolve(trace, Setup())[0].provider)
+    widened = None
+    if prior is None:
+        prior, widened = _marker_bounds(token_prior(name, resolve(trace, Setup())[0].provider), trace)
     cal = _calibration_with(trace, counter, name, skipped, mode, prior)
+    if widened:
+        cal = replace(cal, notes=(*cal.notes, widened))
     if mode == "fit" and prior.classes is not None:  # the ratios by content class, where they fit better
         by_class = _calibration_with(trace, counter, name, skipped, mode, prior.by_class())
         one, two = _fit_quality(cal), _fit_quality(by_class)
@@ -808,7 +827,42 @@ def calibration(trace: Trace, tokenizer: str = "o200k_base", counter: TokenCount
         else:
             said = f"one token ratio for every text: prompt error median {one[1]:.2%}, against {two[1]:.2%} {classes}"
             cal = replace(cal, notes=(*cal.notes, said))
-    return cal
+    return _with_growth(trace, counter, cal)
+
+
+def _with_growth(trace: Trace, counter: TokenCounter, cal: Calibration) -> Calibration:
+    """The calibration with its growth model (analysis/growth), where it re-anchored unexplained growth: carried
+    into every request after each session's last billed one (into all of a session no bill covers)."""
+    from ctxsim.analysis.growth import learn
+
+    model = learn(trace, counter, cal)
+    if model is None:
+        return cal
+    after: dict[str, int] = {}
+    for s in trace.sessions:
+        index = last = 0
+        for m in s.messages:
+            if m.role == "assistant":
+                index += 1
+                if m.usage is not None and m.usage.input_tokens > 0:
+                    last = index
+        if last < index:
+            after[s.id] = last + 1
+    return replace(cal, growth_model=model, growth_from=after, notes=(*cal.notes, model.note()))
+
+
+def _marker_bounds(prior: TokenPrior, trace: Trace) -> tuple[TokenPrior, str | None]:
+    """The prior with its scale bounds widened where the log holds redaction markers (tokens/redacted.py:
+    their size is an estimate at 4 characters a token), and the note that says so; unchanged without."""
+    from ctxsim.tokens import redacted
+
+    marked = sum(redacted.marker_count(redacted.session_texts(s)) for s in trace.sessions)
+    if not marked:
+        return prior, None
+    low, high = redacted.SCALE_SPAN
+    wide = replace(prior, scale_low=round(prior.scale_low * low, 4), scale_high=round(prior.scale_high * high, 4))
+    return wide, (f"{marked:,} redacted text(s) sized by their markers' length at {redacted.CHARS_PER_TOKEN} "
+                  f"characters a token: scale bounds widened to [{wide.scale_low}, {wide.scale_high}]")
 
 
 def _fit_quality(cal: Calibration) -> tuple[bool, float, float]:

@@ -161,13 +161,15 @@ def _check(before: Session, after: Session, event: Any, product: str, calibratio
 
     version = before.extra.get("cli_version") or after.extra.get("cli_version")
     spec, threshold, source = _spec(product, str(version) if version else None)
+    options = Options(tokenizer=tokenizer, jobs=1)
+    if calibration is not None:  # calibrated part by part, then joined: what each part's log misses (its re-anchored
+        # growth) rides on its own messages into the replay without the compaction
+        before, after = calibration.apply(Trace("parts", (before, after))).sessions
     joined, n_before = _joined(before, after)
     if event.fields.get("trigger") == "manual":  # the user asked for it: the preset compacts there too
         spec += ("," if ":" in spec else ":") + f"at_request={n_before + 1}"
     trace = Trace(f"{before.id} joined", (joined,))
-    options = Options(tokenizer=tokenizer, jobs=1)
     if calibration is not None:
-        trace = calibration.apply(trace)
         options = replace(options, framing=calibration.framing(), hidden_prefix_tokens=calibration.base_prefix_tokens)
     choices = resolve(["none", spec])
     result = replay_choices(trace, "", choices, options)

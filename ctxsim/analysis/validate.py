@@ -23,6 +23,7 @@ from typing import Any
 from ctxsim.analysis.cache_breaks import _duration
 from ctxsim.analysis.calibrate import KEEPS_THINKING, TAG, Calibration, ProviderReasoningRule, replay_none
 from ctxsim.analysis.calibrate import calibration as calibrate_trace
+from ctxsim.analysis.growth import GROWTH_MODEL
 from ctxsim.caching import model_rules
 from ctxsim.engine import Setup
 from ctxsim.errors import CtxsimError
@@ -330,7 +331,10 @@ class _SessionFacts:
                 elif grew:
                     out.append(f"{when}, the recorded cache read fell to {rec_read:,} though the prompt only grew: "
                                "the provider missed its own cache")
-        if check.anchor_tokens:
+        if check.anchor_tokens and self.anchor_reason == GROWTH_MODEL:
+            out.append(f"the growth model adds {check.anchor_tokens:,} counted tokens the log misses before this "
+                       "request (fitted on earlier requests, not on this one)")
+        elif check.anchor_tokens:
             out.append(f"re-anchored here ({self.anchor_reason}): the log misses {check.anchor_tokens:,} counted "
                        "tokens before this request; reported, not fitted")
         if check.output_estimated:

@@ -63,7 +63,14 @@ class WarmStart:
     The product's sessions share their system prompt and tools, so a session's first request can read
     them from a cache another session wrote (Claude Code and Codex both do; issue 17). Where the log
     records that read (the first request's recorded cache read), the replay's first request reads that
-    much instead of writing it; every later request is answered by the wrapped model unchanged.
+    much instead of writing it.
+
+    The product keeps that shared layer warm for the whole session: after an idle gap longer than the
+    TTL, where the model's own entries have expired, a later request still reads the shared layer (the
+    recorded Claude Code sessions: after gaps of 6, 7 and 22 minutes under a 5-minute TTL, the provider
+    read exactly the layer the first request had read, 12,997 and 11,439 tokens, and wrote the rest;
+    issue 25). So any later request whose model read falls short of `tokens` reads that much of its
+    prompt; the others are answered by the wrapped model unchanged.
     """
 
     def __init__(self, inner: CacheModel, tokens: int) -> None:
@@ -71,13 +78,9 @@ class WarmStart:
         self.tokens = tokens
         self.name = inner.name
         self.params = inner.params
-        self._first = True
 
     def request(self, history: History, ts_s: float | None) -> CacheResult | tuple[CacheResult, CacheResult]:
         answer = self.inner.request(history, ts_s)
-        if not self._first:
-            return answer
-        self._first = False
         prompt = history.prompt_tokens
         if isinstance(answer, CacheResult):
             return _warmed(answer, prompt, self.tokens)

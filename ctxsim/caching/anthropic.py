@@ -12,14 +12,16 @@ on the trace's wall clock (`ts`). Rules per model in data.toml.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right, insort
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from ctxsim.caching import NOTHING, CacheInfo, CacheResult, model_rules, register
+from ctxsim.caching import NOTHING, CacheInfo, CacheResult, CacheSpec, model_rules, register, rules
 from ctxsim.errors import ParameterError
 from ctxsim.history import History
+from ctxsim.model import Session
 from ctxsim.params import field_doc
 
 POSITIONS = ("system", "last", "previous", "middle")
@@ -154,6 +156,70 @@ class AnthropicCache:
         read = prefix(found) if found >= 0 else 0
         written = last_tokens - read if last > found else 0
         return CacheResult(read, 0, written) if self._hour else CacheResult(read, written, 0)
+
+
+_FAMILY_FIRST = re.compile(r"claude-([a-z]+)-(\d+)(?:-(\d{1,2}))?(?!\d)")  # claude-opus-4-6[-date]
+_VERSION_FIRST = re.compile(r"claude-(\d+)(?:-(\d))?-([a-z]+)")  # claude-3-7-sonnet (2024-25 names)
+
+
+def claude_family(model: str) -> tuple[str, tuple[int, int]] | None:
+    """(family, (major, minor)) of a Claude model id, None when it names none. Ids as providers and routers
+    spell them: `claude-opus-4-6`, `claude-sonnet-4-5-20250929`, `claude-opus-4.6`, `anthropic/claude-sonnet-4.6`,
+    `us.anthropic.claude-opus-4-6-v1:0`, `claude-opus-4-6@20260205`, `claude-sonnet-4-6[1m]`,
+    `claude-3-7-sonnet-latest`."""
+    text = model.lower().replace(".", "-")
+    found = _FAMILY_FIRST.search(text)
+    if found is not None:
+        return found.group(1), (int(found.group(2)), int(found.group(3) or 0))
+    old = _VERSION_FIRST.search(text)
+    if old is not None:
+        return old.group(3), (int(old.group(1)), int(old.group(2) or 0))
+    return None
+
+
+def keeps_thinking(model: str) -> bool:
+    """Whether requests to `model` keep earlier turns' thinking in the prompt (data.toml [anthropic.thinking])."""
+    table = rules()["anthropic"]["thinking"]
+    found = claude_family(model)
+    if found is None:
+        return False
+    family, version = found
+    if family in table["keeps_always"]:
+        return True
+    since = table["keeps_from"].get(family)
+    if since is None:
+        return False
+    major, _, minor = since.partition(".")
+    return version >= (int(major), int(minor or 0))
+
+
+def recorded_ttl(session: Session) -> Literal["5m", "1h"] | None:
+    """The TTL the product asked for, as the session's recorded writes show it: "1h" where most of the tokens it
+    wrote were billed as 1-hour writes, "5m" where most were 5-minute ones, None where it recorded no write.
+
+    The TTL is the client's choice (`cache_control.ttl`), not the provider's: Claude Code writes every entry with
+    a 1-hour TTL for some accounts and a 5-minute one for others, and a replay that writes 5-minute entries
+    bills the writes at 1.25x where the provider billed 2x (a Claude Code session of 1-hour writes came out
+    11 % too cheap), and expires entries the product kept. The product would have asked for the same TTL for a
+    policy's prompts, so the session's TTL is used for every policy (prompt-caching docs: "1-hour cache
+    duration"; usage.cache_creation.ephemeral_1h_input_tokens)."""
+    five = hour = 0
+    for message in session.messages:
+        usage = message.usage
+        if usage is not None:
+            five += usage.cache_write_tokens
+            hour += usage.cache_write_1h_tokens
+    if not five and not hour:
+        return None
+    return "1h" if hour > five else "5m"
+
+
+def session_spec(spec: CacheSpec, session: Session) -> CacheSpec:
+    """`spec` (an `anthropic` cache model whose TTL nobody chose) with the TTL the session's log shows."""
+    ttl = recorded_ttl(session)
+    if ttl is None or ttl == spec.params.ttl:
+        return spec
+    return CacheSpec(spec.info, replace(spec.params, ttl=ttl))
 
 
 def _factory(params: AnthropicParams, model: str | None) -> AnthropicCache:

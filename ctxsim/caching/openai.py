@@ -5,7 +5,8 @@ prompt is at least `min_tokens` (1,024), in `step_tokens` (128) increments above
 the minimum. Entries expire after `idle_s` without use and `max_s` after they
 were written (in-memory retention), or after 24 hours with extended retention.
 No write premium before GPT-5.6; from GPT-5.6 writes are billed (as 5-minute
-writes). Rules per model in data.toml.
+writes). The cached prefix runs into the previous response (`reads_response`): the
+next request, which sends that response back, reads into it. Rules per model in data.toml.
 """
 
 from __future__ import annotations
@@ -86,7 +87,9 @@ class OpenAICache:
             results.append(CacheResult(read_tokens=read, write_tokens=write))
         if best is not None:
             best.used_s = ts_s
-        self._entries.append(_Entry(n, ts_s, ts_s))
+        # the entry covers the prompt, and the response after it where the provider caches that too: the next
+        # request's read runs into the previous response (an edit before it cuts the entry back: `edited`)
+        self._entries.append(_Entry(n + 1 if rule.get("reads_response") else n, ts_s, ts_s))
         if len(self._entries) > MAX_ENTRIES:
             self._entries.sort(key=lambda e: e.boundary)
             del self._entries[0]

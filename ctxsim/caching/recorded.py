@@ -5,10 +5,12 @@ read, the two can part in ways no model of the log can produce (issue 17, cause 
 
 * a break: the recorded read is below the model's within the cache lifetime, with nothing in the
   log changed (a provider miss, an eviction, Gemini's best-effort implicit cache, a hidden-prefix
-  change the log does not show). The provider would have missed for any policy too: that request's
-  read is capped at the recorded read (the *ceiling*), for `none` and for every policy; what is no
-  longer read is written where the provider bills writes at that request (Anthropic; OpenAI from
-  GPT-5.6; `prefix` with writes), else sent uncached.
+  change the log does not show). The provider would have missed for any policy too: `none` reads
+  the recorded read (the *ceiling*); a policy's own prompt reads what the miss transfers to it
+  (`caching.transfer`: the same share of the model's read, or the same number of tokens less, the
+  range's two ends; a fact without the model's reference read caps the read at the ceiling). What
+  is no longer read is written where the provider bills writes at that request (Anthropic; OpenAI
+  from GPT-5.6; `prefix` with writes), else sent uncached.
 * a kept-warm prefix: the recorded read is above the model's, within what the session had sent
   before (its previous prompt and response): the product's requests the log does not contain kept
   it warm past the model's TTL (Claude Code does), or the provider's cache runs into the previous
@@ -34,10 +36,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ctxsim.caching import CacheModel, CacheResult, _warmed
+from ctxsim.caching.transfer import POINT, Rule, transferred_read
 from ctxsim.history import History
 
-FACTS_KEY = "cache_facts"  # Session.extra key: {request number: (ceiling, floor, fresh), each int or None}
-Fact = tuple[int | None, int | None, int | None]
+# Session.extra key: {request number: (ceiling, floor, fresh[, reference]), each int or None}
+FACTS_KEY = "cache_facts"
+Fact = tuple[int | None, int | None, int | None, int | None]
 
 
 def capped(result: CacheResult, ceiling: int, writes: bool, hour: bool = False) -> CacheResult:
@@ -71,9 +75,15 @@ def _innermost(model: CacheModel) -> CacheModel:
 class RecordedFacts:
     """A cache model whose answers obey the requests' recorded ceilings and floors (module docstring)."""
 
-    def __init__(self, inner: CacheModel, facts: Mapping[int, Sequence[int | None]]) -> None:
+    def __init__(self, inner: CacheModel, facts: Mapping[int, Sequence[int | None]], rule: Rule = POINT) -> None:
         self.inner = inner
-        self.facts: dict[int, Fact] = {int(k): (v[0], v[1], v[2] if len(v) > 2 else None) for k, v in facts.items()}
+        self.facts: dict[int, Fact] = {int(k): (v[0], v[1], v[2] if len(v) > 2 else None, v[3] if len(v) > 3 else None)
+                                       for k, v in facts.items()}
+        self.rule = rule
+        self.other: Rule = "absolute" if rule == "share" else "share"
+        # the latest request's other possible answers (under the other transfer rule; else the wrapped model's
+        # own, a best-effort cache's ends); the engine prices them for the run's cost range (caching.transfer)
+        self.pending: tuple[CacheResult, ...] = ()
         self.name = inner.name
         self.params = inner.params
         base = _innermost(inner)
@@ -95,23 +105,35 @@ class RecordedFacts:
         n = len(history)
         previous, valid = self._previous, self._valid
         self._previous, self._valid = n, n + 1  # the response is appended at position n
+        self.pending = getattr(self.inner, "pending", ())
         fact = self.facts.get(self._number)
         if fact is None:
             return answer
+        self.pending = ()  # the facts decide this request
         real, warm = (answer, answer) if isinstance(answer, CacheResult) else answer
-        ceiling, floor, fresh = fact
-        now = real
-        if ceiling is not None:
-            writes = self._always_writes or now.write_tokens > 0 or now.write_1h_tokens > 0
-            now = capped(now, max(0, ceiling), writes, self._hour or (now.write_1h_tokens > 0 and not now.write_tokens))
-        if floor is not None and previous is not None:
-            shared = history.prefix_tokens(min(valid, previous + 1, n))  # the previous prompt and its response
-            now = _warmed(now, history.prompt_tokens, min(floor, shared))
-        if fresh is not None:
-            now = unwritten(now, history.prompt_tokens, fresh)
+        ceiling, floor, fresh, reference = fact
+        now = self._obey(history, real, ceiling, floor, fresh, reference, previous, valid, self.rule)
+        if ceiling is not None and reference is not None:
+            other = self._obey(history, real, ceiling, floor, fresh, reference, previous, valid, self.other)
+            self.pending = () if other == now else (other,)
         self.moved_down += max(0, real.read_tokens - now.read_tokens)
         self.moved_up += max(0, now.read_tokens - real.read_tokens)
         return now, warm
+
+    def _obey(self, history: History, real: CacheResult, ceiling: int | None, floor: int | None, fresh: int | None,
+              reference: int | None, previous: int | None, valid: int, rule: Rule) -> CacheResult:
+        """The model's answer `real` made to obey one request's facts, a ceiling transferred under `rule`."""
+        now = real
+        if ceiling is not None:
+            writes = self._always_writes or now.write_tokens > 0 or now.write_1h_tokens > 0
+            read = transferred_read(now.read_tokens, ceiling, reference, rule)
+            now = capped(now, read, writes, self._hour or (now.write_1h_tokens > 0 and not now.write_tokens))
+        if floor is not None and previous is not None:
+            shared = history.prefix_tokens(min(valid, previous + 1, len(history)))  # previous prompt and response
+            now = _warmed(now, history.prompt_tokens, min(floor, shared))
+        if fresh is not None:
+            now = unwritten(now, history.prompt_tokens, fresh)
+        return now
 
     def __repr__(self) -> str:
         return f"RecordedFacts({self.inner!r}, {len(self.facts)} requests)"

@@ -15,9 +15,9 @@ from ctxsim.cli import app, fail, guarded
 formats_app = typer.Typer(help="List the trace formats ctxsim reads and what each records.", no_args_is_help=True)
 app.add_typer(formats_app, name="formats")
 
-FIELDS = ("reads", "location", "records", "cannot_know")
+FIELDS = ("reads", "location", "records", "cannot_know", "checked")
 LABELS = {"reads": "reads", "location": "where the product keeps it", "records": "what it records",
-          "cannot_know": "what it cannot know"}
+          "cannot_know": "what it cannot know", "checked": "checked against"}
 # The native format's module is edited elsewhere; its description lives here until it carries its own ABOUT.
 FALLBACK = {
     "native": {
@@ -26,6 +26,7 @@ FALLBACK = {
         "records": "whatever the writer put in: messages, tool calls and results, times, usage in the inclusive "
                    "convention, events such as compactions",
         "cannot_know": "nothing beyond what the writer recorded",
+        "checked": "ctxsim's native JSONL v1 (written by ctxsim convert and synth)",
     },
 }
 
@@ -45,8 +46,8 @@ def describe_formats() -> dict[str, dict[str, Any]]:
 
 def readme_table() -> str:
     """README's format table (Markdown), generated from each reader's description."""
-    rows = ["| format | reads | where the product keeps it | what it records | what it cannot know |",
-            "|---|---|---|---|---|"]
+    rows = [("| format | reads | where the product keeps it | what it records | what it cannot know "
+             "| checked against |"), "|---|---|---|---|---|---|"]
     for name, d in describe_formats().items():
         cells = [f"`{name}`"] + [str(d[k]).replace("|", "\\|") for k in FIELDS]
         rows.append("| " + " | ".join(cells) + " |")
@@ -72,6 +73,7 @@ def formats_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> No
     typer.echo("trace formats (detected from the first bytes; --format NAME forces one):")
     for name, d in table.items():
         typer.echo(f"  {name.ljust(width)}  {d['reads']}")
+        typer.echo(f"  {''.ljust(width)}    checked against: {d['checked']}")
     typer.echo("\nsessions on this machine (what `ctxsim inspect` with no path reads; --source NAME for one):")
     for name, entry in found.items():
         typer.echo(f"  {name.ljust(width)}  {len(entry.files)} file(s)")

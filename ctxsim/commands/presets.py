@@ -34,13 +34,18 @@ def presets_check(
     trace, _ = read_inputs(paths, fmt, skip_bad_lines)
     checks = preset_corpus.run(trace, tokenizer)
     lines = preset_corpus.summarise(checks)
+    from ctxsim.loss import compaction as loss_check
+
+    losses = loss_check.check(trace, tokenizer)  # the loss meter against the agents' re-fetches
     if as_json:
-        typer.echo(json.dumps(preset_corpus.to_json(checks, lines), indent=1, sort_keys=True, ensure_ascii=False))
+        typer.echo(json.dumps({**preset_corpus.to_json(checks, lines), "loss": loss_check.summary(losses)},
+                              indent=1, sort_keys=True, ensure_ascii=False))
         return
     if not checks:
         typer.echo("no compaction by a product with a preset (claude-code, codex) in these sessions")
         return
     from ctxsim.analysis.preset_check import sides_table
 
-    print_tables([preset_corpus.table(lines), sides_table(checks)], preset_corpus.notes(),
+    print_tables([preset_corpus.table(lines), sides_table(checks)], [*preset_corpus.notes(),
+                                                                     loss_check.summary_line(losses)],
                  title=f"presets check ({len(checks)} compaction(s))")

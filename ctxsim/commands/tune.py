@@ -134,10 +134,17 @@ def tune(
     with progress_bar(tuning.cells_of(chosen, targets), f"tuning {family}: {len(chosen)} trial(s)") as advance:
         outcome = tuning.tune(targets, family, chosen, how, max_misses, opts.jobs, advance)
     label = limit.label if limit is not None else None
+    from ctxsim.loss.compaction import scored_on
+
+    # the recommendation weighs the loss meter: how it scored where these traces record a product's compaction
+    meter, meter_note = scored_on([t.trace for t in targets], opts.tokenizer or "o200k_base")
     if as_json:
         import json
 
-        typer.echo(json.dumps(tune_out.outcome_json(outcome, label, seed, every), indent=1, sort_keys=True))
+        data = tune_out.outcome_json(outcome, label, seed, every)
+        if meter is not None:
+            data = {**data, "loss_meter": meter}
+        typer.echo(json.dumps(data, indent=1, sort_keys=True))
         if files is not None:
             _write(files, outcome, label, seed, force)
         return
@@ -149,7 +156,7 @@ def tune(
     else:
         typer.echo(data.title)
         typer.echo(plain(data))
-    for line in tune_out.notes(outcome, label):
+    for line in [*tune_out.notes(outcome, label), *([meter_note] if meter_note else [])]:
         typer.echo(f"note: {line}")
     toml = tune_out.toml_text(outcome, label, seed)
     cm, why = tune_out.context_management(outcome)

@@ -51,6 +51,9 @@ class FormatInfo:
     # Read strictly (the pinned native format): a lone UTF-16 surrogate makes its line malformed and the
     # reading keeps no notes; foreign formats are read liberally (`Source`).
     strict: bool = False
+    # A file of this format that another file beside it reads too (Cline's api_conversation_history.json, read
+    # with its ui_messages.json): that other file's path, so a directory scan that finds both reads it once.
+    covered_by: Callable[[str], str | None] | None = None
 
     def load(self, path: str) -> Trace:
         return self.read(path) if self.read is not None else read_traces([path], self.name)

@@ -17,6 +17,7 @@ from ctxsim._support.collector import gc_paused
 from ctxsim._support.fileio import Limits, input_limits
 from ctxsim.errors import CtxsimError, TraceError, did_you_mean
 from ctxsim.formats import SNIFF_BYTES, FormatInfo, detect, formats
+from ctxsim.formats._plausible import plausible_models
 from ctxsim.formats._source import Source
 from ctxsim.model import Session, Trace
 
@@ -161,6 +162,7 @@ def scan_directory(root: str, fmt: str | None, limits: Limits | None = None
     limits = limits if limits is not None else input_limits()
     found: list[str] = []
     ignored: list[tuple[str, str]] = []
+    infos: dict[str, FormatInfo] = {}
     table = formats()
     for folder, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -180,16 +182,25 @@ def scan_directory(root: str, fmt: str | None, limits: Limits | None = None
                 why = table[fmt].sniff(head)
                 if why is None:
                     found.append(path)
+                    infos[path] = table[fmt]
                 else:
                     ignored.append((path, f"not {fmt}: {why}"))
                 continue
             try:
-                detect(path, head)
+                infos[path] = detect(path, head)
             except CtxsimError:
                 ignored.append((path, "not a trace format ctxsim reads"))
                 continue
             found.append(path)
-    return found, ignored
+    kept = []
+    for path in found:
+        covered = infos[path].covered_by
+        other = covered(path) if covered is not None else None
+        if other is not None and other in infos:
+            ignored.append((path, f"read with {os.path.basename(other)} beside it"))
+        else:
+            kept.append(path)
+    return kept, ignored
 
 
 MAX_FIRST_LINE = 1 << 23  # read on (up to 8 MiB) until the first line is whole
@@ -281,6 +292,7 @@ def _read_with(info: FormatInfo, path: str, data: bytes | None, skip_bad_lines: 
     finally:
         if data is None:
             stream.close()
+    sessions = plausible_models(sessions, file_report.notes)
     file_report.sessions = len(sessions)
     return info, sessions, digest, file_report
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxsim.errors import TraceError
 from ctxsim.model import format_ts, parse_ts
+from ctxsim.redact import quoted
 
 if TYPE_CHECKING:
     from ctxsim.formats._source import Source
@@ -214,7 +215,7 @@ class Node:
             return format_ts(parse_ts(value))
         except (ValueError, OverflowError) as exc:
             why = f" ({exc})" if "years" in str(exc) else ""
-            raise self.fail(f"is not an ISO 8601 timestamp{why}: {value[:40]!r}", key) from None
+            raise self.fail(f"is not an ISO 8601 timestamp{why}: {quoted(value)}", key) from None
 
     def is_obj(self) -> bool:
         return isinstance(self.value, dict)

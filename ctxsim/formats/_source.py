@@ -84,10 +84,10 @@ class Source:
 
     def records(self, stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
         """Every well-formed line as (its number, its object); blank lines skipped, malformed ones collected
-        (an over-long line is never held whole: `read_lines`)."""
-        from ctxsim._support.fileio import read_lines
+        (blank lines skipped at the byte level, an over-long line never held whole: `numbered_lines`)."""
+        from ctxsim._support.fileio import numbered_lines
 
-        for number, raw in enumerate(read_lines(stream, self.max_line_bytes), start=1):
+        for number, raw in numbered_lines(stream, self.max_line_bytes):
             if raw is None:
                 self.bad_lines.append((number, self.too_long()))
                 continue

@@ -49,6 +49,7 @@ ABOUT = {
     "cannot_know": "exact token counts (rounded to 2-3 significant digits: shown as a range); the files, repo map "
                    "and system prompt aider sends (not in the history); the reflected messages it sends after a "
                    "failed edit; times other than the session start (local time, no zone)",
+    "checked": "Aider's .aider.chat.history.md (fixtures written from its documented format)",
 }
 
 

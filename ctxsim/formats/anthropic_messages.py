@@ -27,6 +27,7 @@ from ctxsim.formats._source import Source
 from ctxsim.formats._usage import usage_anthropic
 from ctxsim.formats.claude_code import _assistant_block, _Response
 from ctxsim.model import Message, Session
+from ctxsim.redact import quoted
 
 NAME = "anthropic-messages"
 
@@ -90,7 +91,7 @@ def _messages(request: Node, ts: str | None) -> list[Message]:
         elif role == "assistant":
             out.append(_assistant(m, ts))
         else:
-            raise m.fail(f"unknown role {role!r} (the Messages API has user and assistant)", "role")
+            raise m.fail(f"unknown role {quoted(role)} (the Messages API has user and assistant)", "role")
     return out
 
 
@@ -165,6 +166,11 @@ def sniff(head: bytes) -> str | None:
         return "no 'messages' in the first bytes"
     if any(m in text for m in openai):
         return "OpenAI chat markers (tool_calls, choices, prompt_tokens)"
+    if shape != "jsonl" and '"parts"' in text and '"sessionID"' in text and '"info"' in text:
+        return "an OpenCode session export ({info, messages: [{info, parts}]}): opencode"
+    if shape != "jsonl" and ('"id": "T-' in text[:4000] or '"id":"T-' in text[:4000]) and (
+            '"messageId"' in text or '"toolUseID"' in text):
+        return "an Amp thread ({id: T-..., messages with messageId}): amp"
     if not any(m in text for m in anthropic) and '"system"' not in text[:3000]:
         return "no Anthropic markers (content blocks, stop_reason, a top-level system)"
     if any(k in text[:3000] for k in ('"trajectory"', '"trajectory_format"', '"history"')):
@@ -177,6 +183,7 @@ ABOUT = {
     "location": "wherever an API logger or proxy writes them",
     "records": "each request's system prompt, tools and messages, each response with Anthropic usage",
     "cannot_know": "requests the logger did not see; times unless the logger adds them",
+    "checked": "the Anthropic Messages API request and response shapes (API logs and proxies; fixtures)",
 }
 
 register(FormatInfo(name=NAME, description="Anthropic Messages API request/response JSON (or JSONL) logs",

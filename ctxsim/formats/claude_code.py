@@ -558,6 +558,8 @@ def sniff(head: bytes) -> str | None:
     records, refusal = sniff_jsonl_records(head, 20)
     if refusal:
         return refusal
+    if any(isinstance(r.get("message"), dict) and "parts" in r["message"] for r in records):
+        return "Gemini-style message parts ({role, parts}): Qwen Code's chat records (qwen-code)"
     for record in records:
         kind = record.get("type")
         if ((kind in ("user", "assistant", "system") and "message" in record) or kind == "system") \
@@ -581,6 +583,7 @@ ABOUT = {
     "cannot_know": "the system prompt and tool definitions (not logged); the compaction call's own usage before "
                    "2.1.3x; what the product re-attaches after a compaction (files, todo list, plan); "
                    "the last response of a file cut short (placeholder output counts); cost (not recorded)",
+    "checked": "Claude Code 2.0.72, 2.1.1, 2.1.39 and 2.1.49 session files (public sessions), 2.1.x subagent files",
 }
 
 # Where `ctxsim inspect` with no path looks (ctxsim.discover): CLAUDE_CONFIG_DIR (a comma-separated list of

@@ -45,9 +45,11 @@ from ctxsim.formats._source import Source
 from ctxsim.formats._usage import split_model
 from ctxsim.formats.anthropic_messages import _assistant, _user
 from ctxsim.model import Message, Session, Usage
+from ctxsim.redact import quoted
 
 NAME = "cline"
 HISTORY = "api_conversation_history.json"
+UI = "ui_messages.json"
 EXCLUSIVE_PROVIDERS = {"anthropic", "bedrock", "vertex", "claude-code"}
 
 ABOUT = {
@@ -62,6 +64,9 @@ ABOUT = {
     "cannot_know": "the system prompt and tool definitions (rebuilt per request, not saved); what tokensIn means "
                    "for a provider that is not recorded (assumed per provider, said in the notes); the prompt size "
                    "of requests through routers that record tokensIn 0; times of tool results",
+    "checked": "Cline 3.x task folders (ui_messages.json with api_conversation_history.json), ui_messages.json "
+               "alone, and the conversation file with newer Cline's per-message metrics (ClineStorageMessage); Roo "
+               "Code's fields",
 }
 
 # Where `ctxsim inspect` with no path looks (ctxsim.discover): VS Code's globalStorage on Linux and macOS
@@ -107,18 +112,37 @@ class _Request:
             isinstance(v, int) for v in deleted) else None
 
 
+def _is_history(node: Node) -> bool:
+    """An api_conversation_history.json (messages with a role) rather than ui_messages.json (ts, type)."""
+    first = node.value[0] if isinstance(node.value, list) and node.value else None
+    return isinstance(first, dict) and "role" in first and "type" not in first
+
+
+def covered_by(path: str) -> str | None:
+    """The ui_messages.json that reads this api_conversation_history.json with it, if there is one."""
+    if os.path.basename(path) != HISTORY:
+        return None
+    ui = os.path.join(os.path.dirname(path), UI)
+    return ui if os.path.exists(ui) else None
+
+
 def parse(stream: IO[bytes], source: Source) -> list[Session]:
-    ui = source.document(stream)
-    if not isinstance(ui.value, list):
-        raise ui.fail(f"expected Cline's ui_messages.json (an array of messages), got {kind_of(ui.value)}")
+    given = source.document(stream)
+    if not isinstance(given.value, list):
+        raise given.fail(f"expected Cline's ui_messages.json (an array of messages), got {kind_of(given.value)}")
     folder = os.path.dirname(os.path.abspath(source.path)) if source.path != "-" else "."
     task_id = os.path.basename(folder) or "cline"
-    history_node = _load(os.path.join(folder, HISTORY), source)
-    if history_node is None:
-        raise ui.fail(f"no {HISTORY} beside it: Cline keeps the conversation there (read the task folder)")
-    if not isinstance(history_node.value, list):
+    ui: Node | None = given
+    if _is_history(given):  # the conversation file: its ui messages beside it, if any, give the accounting
+        history_node: Node | None = given
+        ui = _load(os.path.join(folder, UI), source) if source.path != "-" else None
+        if ui is not None and not isinstance(ui.value, list):
+            raise ui.fail(f"expected an array of messages, got {kind_of(ui.value)}")
+    else:
+        history_node = _load(os.path.join(folder, HISTORY), source) if source.path != "-" else None
+    if history_node is not None and not isinstance(history_node.value, list):
         raise history_node.fail(f"expected an array of messages, got {kind_of(history_node.value)}")
-    metadata = _load(os.path.join(folder, "task_metadata.json"), source)
+    metadata = _load(os.path.join(folder, "task_metadata.json"), source) if source.path != "-" else None
 
     requests: list[_Request] = []
     deleted_events: list[tuple[int, str | None, dict[str, Any]]] = []  # (before request n, ts, counts)
@@ -127,7 +151,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
     skipped: dict[str, int] = {}
     deleted_range: Any = None
     ui_model: dict[str, Any] | None = None
-    for entry in ui.items():
+    for entry in ui.items() if ui is not None else ():
         if not entry.is_obj():
             raise entry.fail("must be a Cline message (an object with ts and type)")
         ts = entry.ts("ts")
@@ -151,6 +175,8 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             if entry.get("type") not in ("say", "ask"):
                 skipped[str(entry.get("type"))] = skipped.get(str(entry.get("type")), 0) + 1
 
+    if history_node is None:
+        return _accounting_only(task_id, requests, first_ts, metadata, ui_model, source)
     # the conversation, with each message's index in the history
     items: list[tuple[int, Node]] = []
     for i, m in enumerate(history_node.items()):
@@ -158,19 +184,16 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             raise m.fail(f"must be a message (an object), got {kind_of(m.value)}")
         items.append((i, m))
     model_id, provider_id = _model(items, metadata, ui_model)
-    provider, model = split_model(model_id)
-    if provider_id:
-        provider = {"anthropic": "anthropic", "bedrock": "anthropic", "vertex": "google" if model_id and
-                    "gemini" in model_id else "anthropic", "openai": "openai", "openai-native": "openai",
-                    "gemini": "google", "deepseek": "deepseek"}.get(provider_id, provider)
-    exclusive_default = (provider_id in EXCLUSIVE_PROVIDERS) if provider_id else (provider == "anthropic")
+    provider, model, exclusive_default = _provider(model_id, provider_id)
     assumed: dict[str, int] = {}
     unknown_input = 0
     cancelled: dict[str, int] = {}
     total_cost = Decimal(0)
     costs = 0
     assistants = [k for k, (_, m) in enumerate(items) if m.get("role") == "assistant" and not m.get("isSummary")]
-    if len(assistants) != len(requests):
+    if ui is None:
+        source.note(f"no {UI} beside it: each request's usage and cost are the metrics on its response")
+    elif len(assistants) != len(requests):
         source.note(f"{len(requests)} request entries for {len(assistants)} responses: paired in order")
     header = {"source": NAME, "model": model, "provider": provider, "ts": first_ts}
     builders: list[SessionBuilder] = []
@@ -195,7 +218,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             elif role == "assistant":
                 out = [_assistant(node, ts)]
             else:
-                skipped[f"role {role!r}"] = skipped.get(f"role {role!r}", 0) + 1
+                skipped[f"role {quoted(role)}"] = skipped.get(f"role {quoted(role)}", 0) + 1
                 out = []
             converted[index] = out
         return converted[index]
@@ -259,6 +282,11 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                     usage = Usage(usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens, 0,
                                   usage.output_tokens, extra=frozen({**usage.extra, "cost_usd": format(cost, "f")}))
         node = items[k][1]
+        if usage is None and isinstance(node.get("metrics"), dict):
+            usage, cost = _metrics(node.child("metrics"))
+            if cost is not None:
+                total_cost += cost
+                costs += 1
         end_ts = node.ts("ts") or (req.end_ts if req is not None else None)
         info = node.get("modelInfo")
         own = split_model(info["modelId"])[1] if isinstance(info, dict) and isinstance(info.get("modelId"), str) \
@@ -296,6 +324,61 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
     if skipped:
         source.note("skipped: " + ", ".join(f"{n} {k}" for k, n in sorted(skipped.items())))
     return out
+
+
+def _provider(model_id: str | None, provider_id: str | None) -> tuple[str | None, str | None, bool]:
+    """(provider, model, whether tokensIn excludes the cache by default) from Cline's model and provider ids."""
+    provider, model = split_model(model_id)
+    if provider_id:
+        provider = {"anthropic": "anthropic", "bedrock": "anthropic", "vertex": "google" if model_id and
+                    "gemini" in model_id else "anthropic", "openai": "openai", "openai-native": "openai",
+                    "gemini": "google", "deepseek": "deepseek"}.get(provider_id, provider)
+    exclusive = (provider_id in EXCLUSIVE_PROVIDERS) if provider_id else (provider == "anthropic")
+    return provider, model, exclusive
+
+
+def _metrics(metrics: Node) -> tuple[Usage | None, Decimal | None]:
+    """Newer Cline's per-message metrics {tokens: {prompt, completion, cached}, cost}: the prompt includes the
+    cached part (cache writes are not recorded)."""
+    tokens = metrics.obj("tokens")
+    cost = _decimal(metrics.get("cost"))
+    if tokens is None:
+        return None, cost
+    prompt, cached, output = (_int(tokens.get(k)) for k in ("prompt", "cached", "completion"))
+    if not (prompt or output):
+        return None, cost
+    usage = Usage(max(prompt, cached), cached, 0, 0, output,
+                  extra=frozen({"cost_usd": format(cost, "f")} if cost is not None else {}))
+    return usage, cost
+
+
+def _accounting_only(task_id: str, requests: list[_Request], first_ts: str | None, metadata: Node | None,
+                     ui_model: dict[str, Any] | None, source: Source) -> list[Session]:
+    """ui_messages.json alone (the file people share): every request's usage and cost, the conversation unknown."""
+    provider, model, exclusive_default = _provider(*_model([], metadata, ui_model))
+    builder = SessionBuilder(task_id, source=NAME, model=model, provider=provider, ts=first_ts)
+    builder.extra["conversation_unknown"] = (f"only Cline's {UI} was given: it records each request's usage and "
+                                             f"cost, not the conversation ({HISTORY})")
+    assumed: dict[str, int] = {}
+    total_cost = Decimal(0)
+    for req in requests:
+        usage, convention = _usage(req.body, exclusive_default)
+        if convention:
+            assumed[convention] = assumed.get(convention, 0) + 1
+        cost = _decimal(req.body.get("cost"))
+        if cost is not None:
+            total_cost += cost
+            if usage is not None:
+                usage = Usage(usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens, 0,
+                              usage.output_tokens, extra=frozen({**usage.extra, "cost_usd": format(cost, "f")}))
+        builder.add(Message("assistant", "", ts=req.end_ts, usage=usage, model=model,
+                            extra=frozen({"no_items_logged": True})))
+    builder.extra["recorded_totals"] = {"requests": len(requests), "cost_usd": format(total_cost, "f")}
+    source.note(f"no {HISTORY} beside it: the accounting of {len(requests)} request(s) only; the conversation "
+                "is unknown, so it cannot be replayed")
+    for convention, n in sorted(assumed.items()):
+        source.note(f"{n} request(s): {convention}")
+    return [builder.build()] if requests else []
 
 
 def _body(entry: Node) -> dict[str, Any]:
@@ -355,12 +438,19 @@ def sniff(head: bytes) -> str | None:
     text = head_text(head)
     if not text.lstrip().startswith("["):
         return "not Cline's ui_messages.json (a JSON array)"
-    compact = text[:6000].replace(" ", "")
-    if '"ts":' in compact and ('"type":"say"' in compact or '"type":"ask"' in compact) and (
-            '"say":' in compact or '"ask":' in compact):
+    compact = "".join(text.split())
+    ui_head = compact[:6000]
+    if '"ts":' in ui_head and ('"type":"say"' in ui_head or '"type":"ask"' in ui_head) and (
+            '"say":' in ui_head or '"ask":' in ui_head):
         return None
-    return "no Cline ui messages ({ts, type: say|ask, say|ask}) in the first bytes"
+    # api_conversation_history.json: Anthropic-style messages; only Cline adds modelInfo {modelId, providerId}
+    # and metrics {tokens} to them
+    if compact.startswith('[{"role":') and ('"modelInfo":{"modelId":' in compact or '"metrics":{"tokens":' in compact):
+        return None
+    return ("no Cline ui messages ({ts, type: say|ask, say|ask}) nor Cline's conversation (messages with modelInfo "
+            "or metrics) in the first bytes")
 
 
 register(FormatInfo(name=NAME, description="Cline / Roo Code task folders (ui_messages.json + "
-                    "api_conversation_history.json)", sniff=sniff, module=__name__, parse=parse))
+                    "api_conversation_history.json)", sniff=sniff, module=__name__, parse=parse,
+                    covered_by=covered_by))

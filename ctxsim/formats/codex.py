@@ -14,8 +14,12 @@ What the reader maps:
   inclusive, `cached_input_tokens` a part of it, reasoning a part of output). The running
   `total_token_usage` is only used to drop a repeated event and to derive a missing `last`;
   it may reset inside a file (a resumed process) and nothing depends on it growing.
-  Depending on the CLI version the event comes just before or just after the response's
-  items; each count goes to the adjacent response that has none.
+  Depending on the CLI version the event comes just before the response's items (0.40: one
+  `turn_context` a request, then the count, then the items), just after them (0.10x: before the
+  tool outputs) or after the tool outputs too (0.14x: one `turn_context` a user turn); each count
+  goes to the adjacent response that has none: the open one, else the one closed by its tool
+  outputs when nothing since (a `turn_context`, a user message, another response) says a new
+  request began, else the next one.
 - `compacted` (the agent's own compaction) ends the session: the next session starts with
   a `compaction` event, then the `replacement_history` when logged, else what Codex rebuilds
   (the first injected context, the recent user messages, the summary as a `summary` message).
@@ -26,7 +30,7 @@ What the reader maps:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 from ctxsim.errors import TraceError
@@ -104,6 +108,10 @@ class _Reader:
         self.repeats = 0
         self.just_compacted = False  # no request since the last compaction
         self.event_builder: SessionBuilder | None = None  # a session a context_compacted event began
+        # the last response closed without its count (its tool outputs came first), where it is in its session:
+        # a count that comes next, before a turn_context, a user message or another response, is its own
+        self.uncounted: tuple[_Response, SessionBuilder, int] | None = None
+        self.late_counts = 0
 
     # -- sessions
     def _builder(self) -> SessionBuilder:
@@ -119,7 +127,10 @@ class _Reader:
     def close(self) -> None:
         """Finish the current response (and a count that found no response: an empty one)."""
         if self.current is not None:
-            self._builder().add(self.current.message())
+            builder = self._builder()
+            builder.add(self.current.message())
+            if self.current.usage is None:
+                self.uncounted = (self.current, builder, len(builder.messages) - 1)
             self.current = None
             self.current_counted = False
         if self.pending is not None:
@@ -151,6 +162,7 @@ class _Reader:
     def turn_context(self, node: Node) -> None:
         payload = node.obj("payload", required=True)
         assert payload is not None
+        self.uncounted = None  # a count after a turn_context is the next request's (0.40: one per request)
         model = payload.string("model")
         if model:
             self.model = model
@@ -179,6 +191,7 @@ class _Reader:
             message = Message(canonical, text, ts=ts, extra_tokens=extra_tokens, extra=frozen(extra), line=node.line)
             if canonical == "user" and not extra:
                 self.human.append(message)
+                self.uncounted = None
             elif not self.human and canonical in ("user", "system"):
                 self.initial_context.append(message)
             self._add(message)
@@ -225,6 +238,7 @@ class _Reader:
 
     def _response(self, node: Node, ts: str | None) -> _Response:
         if self.current is None:
+            self.uncounted = None
             self.current = _Response(node.line or 0, ts, self.model)
             if self.pending is not None:
                 self.current.usage = self.pending[0]
@@ -290,6 +304,16 @@ class _Reader:
         self.last_prompt = usage.input_tokens
         self.just_compacted = False
         ts = node.ts("timestamp")
+        if self.current is None and self.pending is None and self.uncounted is not None:
+            # written after the response's tool outputs (0.14x): the count measures that response
+            response, builder, index = self.uncounted
+            self.uncounted = None
+            response.usage = usage
+            measured = response.message()
+            builder.messages[index] = replace(builder.messages[index], usage=measured.usage, extra=measured.extra,
+                                              extra_tokens=measured.extra_tokens)
+            self.late_counts += 1
+            return
         if self.current is not None and not self.current_counted:
             self.current.usage = usage
             self.current_counted = True
@@ -366,6 +390,9 @@ class _Reader:
         self.close()
         if self.aborted:
             self.source.note(f"{self.aborted} turn(s) aborted by the user")
+        if self.late_counts:
+            self.source.note(f"{self.late_counts} token count(s) written after their response's tool outputs "
+                             "attached to that response")
         if self.repeats:
             self.source.note(f"{self.repeats} repeated token count(s) (the same running total again) counted once")
         if self.zero_counts:
@@ -428,7 +455,7 @@ def sniff(head: bytes) -> str | None:
 
 ABOUT = {
     "reads": "OpenAI Codex CLI and Desktop rollout JSONL (session_meta, response_item, event_msg, turn_context, "
-             "compacted lines), 0.40 to 0.10x",
+             "compacted lines), 0.40 to 0.14x",
     "location": "$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl (CODEX_HOME defaults to ~/.codex; "
                 "archived_sessions/ for archived ones)",
     "records": "the model-visible history with times; per request the last usage and the running total "
@@ -437,6 +464,8 @@ ABOUT = {
     "cannot_know": "cache writes (OpenAI bills none before GPT-5.6; not logged); the hidden reasoning sent back "
                    "(encrypted: sized by the response's reasoning tokens); a remote compaction's summary "
                    "(encrypted); cost (not recorded)",
+    "checked": "Codex CLI 0.40.0 and Codex Desktop 0.104.0 rollouts (public sessions); the 0.14x order (each count "
+               "after its response's tool outputs, one turn_context a user turn)",
 }
 
 # Where `ctxsim inspect` with no path looks (ctxsim.discover): $CODEX_HOME replaces ~/.codex.

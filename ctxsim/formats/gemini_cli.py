@@ -4,8 +4,11 @@ Two shapes of the same `ConversationRecord`:
 
 - one JSON object `{sessionId, projectHash, startTime, lastUpdated, messages[]}` (up to early 2026);
 - the append-only `.jsonl` (since 2026-04): a metadata line, then one message record a line,
-  `{"$set": {...}}` metadata updates and `{"$rewindTo": "<message id>"}` markers, which cut the
-  history back to (and without) that message.
+  `{"$set": {...}}` metadata updates (one carrying `messages` is a checkpoint: the whole history
+  again) and `{"$rewindTo": "<message id>"}` markers, which cut the history back to (and without)
+  that message. A message is written again under the same `id` when it changes (a response once its
+  tool calls have finished, with their results): the later line replaces the earlier one in its
+  place, so each message is counted once, in its last version.
 
 What the reader maps: a `user` message is a user message (its content a string or Gemini
 `Part`s: text parts joined, inline images counted at Gemini's 258 tokens each); a `gemini`
@@ -49,6 +52,8 @@ ABOUT = {
     "cannot_know": "the system prompt and tool definitions (not saved); the requests Gemini CLI makes outside "
                    "the chat (next-speaker checks, loop detection, compression summaries); the full thoughts "
                    "(only summaries); cost (not recorded)",
+    "checked": "Gemini CLI saved chats of 2025 (a public chat, JSON) and the JSONL of 2026-04 on (Gemini CLI's "
+               "chatRecordingService: messages rewritten under their id, $set checkpoints, $rewindTo)",
 }
 
 # Where `ctxsim inspect` with no path looks (ctxsim.discover).
@@ -148,13 +153,23 @@ class _Reader:
         return [response, *results]
 
 
+def _keep(records: dict[str, Node], record: Node) -> int:
+    """Add a message line under its id; one whose id an earlier line has replaces it in its place (1), as
+    Gemini CLI's reader does: the JSONL writes a response again, whole, once its tool calls finish."""
+    ident = record.get("id") if record.is_obj() else None
+    key = ident if isinstance(ident, str) else f"\0{len(records)}"
+    again = key in records
+    records[key] = record
+    return int(again)
+
+
 def parse(stream: IO[bytes], source: Source) -> list[Session]:
     nodes, whole = source.any_json(stream)
     reader = _Reader(source)
     stem = source.path.rsplit("/", 1)[-1].split(".", 1)[0] or NAME
     header: dict[str, Any] = {}
     records: list[Node] = []
-    rewinds = 0
+    rewinds = rewritten = 0
     if not whole and len(nodes) == 1 and isinstance(nodes[0].get("messages"), list):
         whole = True  # the whole chat on one line
     if whole:
@@ -165,26 +180,32 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
         header["startTime"] = doc.ts("startTime")
         records = list(doc.array("messages", required=True))
     else:
+        by_id: dict[str, Node] = {}
         for node in nodes:
             if "$rewindTo" in node:
                 target = node.get("$rewindTo")
-                cut = next((i for i, r in enumerate(records) if r.get("id") == target), None)
-                if cut is None:
+                if not isinstance(target, str) or target not in by_id:
                     source.note(f"a rewind to an unknown message ({str(target)[:40]}) was ignored")
                 else:
-                    records = records[:cut]
+                    keys = list(by_id)
+                    by_id = {k: by_id[k] for k in keys[:keys.index(target)]}
                     rewinds += 1
             elif "$set" in node:
                 update = node.obj("$set")
                 if update is not None:
                     header.update({k: v for k, v in update.value.items() if k in ("sessionId", "startTime")})
+                    if isinstance(update.get("messages"), list):  # a checkpoint: the history as it now is
+                        by_id = {}
+                        for item in update.array("messages"):
+                            rewritten += _keep(by_id, item)
             elif "type" in node and ("content" in node or "toolCalls" in node or "tokens" in node):
-                records.append(node)
-            elif "sessionId" in node and not records:
+                rewritten += _keep(by_id, node)
+            elif "sessionId" in node and not by_id:
                 header.update({k: node.get(k) for k in ("sessionId", "projectHash") if node.get(k) is not None})
                 header["startTime"] = node.ts("startTime")
             else:
                 reader.skipped["unknown line"] = reader.skipped.get("unknown line", 0) + 1
+        records = list(by_id.values())
     builder = SessionBuilder(str(header.get("sessionId") or stem), source=NAME, provider="google",
                              ts=header.get("startTime"))
     if header.get("projectHash"):
@@ -197,6 +218,9 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
     model = next((m.model for m in builder.messages if m.model), None)
     builder.header["model"] = model
     builder.header["provider"] = split_model(model)[0] or "google"
+    if rewritten:
+        source.note(f"{rewritten} message line(s) rewrote an earlier message under its id (a response written "
+                    "again once its tool calls finished): each message counted once, its last version kept")
     if rewinds:
         source.note(f"{rewinds} rewind(s): the messages after each rewind point were dropped, as Gemini CLI does")
     if reader.skipped:

@@ -35,6 +35,7 @@ from ctxsim.formats._sniff import sniff_json_object_text
 from ctxsim.formats._source import Source
 from ctxsim.formats._usage import any_usage, split_model
 from ctxsim.model import Message, Session, Usage
+from ctxsim.redact import quoted
 
 NAME = "mini-swe-agent"
 
@@ -136,7 +137,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             builder.extra["exit_status"] = info.string("exit_status")
     if skipped:
         source.note("skipped messages never sent to the model: " + ", ".join(
-            f"{n} of role {r!r}" for r, n in sorted(skipped.items())))
+            f"{n} of role {quoted(r)}" for r, n in sorted(skipped.items())))
     if served:
         source.note(f"the responses name a served model ({', '.join(sorted(served))}) other than the configured "
                     f"{model}; each request is priced as its response names it")
@@ -163,6 +164,7 @@ ABOUT = {
     "cannot_know": "times of text-mode observations (format 1 keeps only response.created); tool definitions; "
                    "failed calls (counted in api_calls, no response logged); cache writes for providers that "
                    "do not report them",
+    "checked": "mini-swe-agent 2.3.0 trajectories (format 1.1, a public trajectory) and format 1",
 }
 
 register(FormatInfo(name=NAME, description="mini-swe-agent trajectories (messages with each provider response)",

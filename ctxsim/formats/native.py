@@ -23,6 +23,7 @@ from ctxsim.formats import FormatInfo, detect, register
 from ctxsim.formats._input import READ_ERRORS, FileReport, HashingStream, MessageBudget, count_message, head_of, stem
 from ctxsim.formats._source import LONE_SURROGATE, Source, replace_surrogates
 from ctxsim.model import ROLES, Event, Message, Session, ToolCall, Trace, Usage, parse_ts
+from ctxsim.redact import quoted
 
 NAME = "native"
 VERSION = 1
@@ -65,8 +66,11 @@ class _Checker:
         value = record.get(key)
         if value is None:
             return None
+        if isinstance(value, float) and value.is_integer():  # `1300.0`, as some JSON writers spell a count
+            value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(f"field '{where}{key}' must be an integer, got {_kind(value)}")
+            what = f"{value!r}" if isinstance(value, float) else _kind(value)  # 12.5, nan, inf
+            raise self.fail(f"field '{where}{key}' must be an integer, got {what}")
         if value < 0:
             raise self.fail(f"field '{where}{key}' must not be negative, got {value}")
         if value > MAX_TOKENS:
@@ -80,7 +84,7 @@ class _Checker:
                 parse_ts(value)
             except ValueError as exc:
                 why = f" ({exc})" if "years" in str(exc) else ""
-                raise self.fail(f"field 'ts' is not an ISO 8601 timestamp{why}: {value[:40]!r}") from None
+                raise self.fail(f"field 'ts' is not an ISO 8601 timestamp{why}: {quoted(value)}") from None
         return value
 
 
@@ -193,7 +197,7 @@ def _message(check: _Checker, record: dict[str, Any], session: _SessionBuilder) 
     if role is None:
         raise check.fail("field 'role' is missing")
     if role not in ROLES:
-        raise check.fail(f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
+        raise check.fail(f"unknown role {quoted(role)} (expected one of {', '.join(ROLES)})")
     if "content" not in record:
         raise check.fail('field \'content\' is missing (a message\'s text; "" when it has none)')
     content = record["content"]
@@ -211,11 +215,11 @@ def _message(check: _Checker, record: dict[str, Any], session: _SessionBuilder) 
     if "tool_calls" in record and record["tool_calls"] is not None:
         calls = _tool_calls(check, record["tool_calls"])
         if calls and role != "assistant":
-            raise check.fail(f"only assistant messages may hold tool_calls, not {role!r}")
+            raise check.fail(f"only assistant messages may hold tool_calls, not {quoted(role)}")
     usage = None
     if record.get("usage") is not None:
         if role != "assistant":
-            raise check.fail(f"only assistant messages carry usage, not {role!r}")
+            raise check.fail(f"only assistant messages carry usage, not {quoted(role)}")
         usage = _usage(check, record["usage"])
     call_id = check.string(record, "tool_call_id")
     if role == "tool":
@@ -275,13 +279,13 @@ def _event(check: _Checker, record: dict[str, Any], session: _SessionBuilder) ->
     return Event(name, len(session.messages), ts, _extra(record, ("name", "ts")))
 
 
-def iter_records(lines: Iterable[bytes | None], path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_records(lines: Iterable[tuple[int, bytes | None]], path: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """Decode JSONL lines strictly; blank lines skipped; errors name the line.
 
     A line given as None was over the line limit (`HashingReader`); a UTF-8 byte-order mark
     on line 1 is allowed; a lone UTF-16 surrogate escape is not (not valid Unicode).
     """
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in lines:
         if raw is None:
             raise TraceError(path, number, f"line longer than --max-line-bytes "
                                            f"({input_limits().max_line_bytes:,} bytes)")
@@ -341,7 +345,7 @@ def iter_sessions(records: Iterable[tuple[int, dict[str, Any]]], path: str,
         elif kind == "event":
             builder.events.append(_event(check, record, builder))
         else:
-            raise check.fail(f"unknown record type {kind!r} (expected session, message or event)")
+            raise check.fail(f"unknown record type {quoted(kind)} (expected session, message or event)")
     if builder is None:
         raise TraceError(path, None, "empty trace: no sessions and no messages")
     yield builder.build(stem if done == 0 else f"{stem}-{done + 1}")
@@ -468,6 +472,9 @@ def sniff(head: bytes) -> str | None:
             record = json.loads(raw)
         except ValueError:
             return "first line is not a JSON object"
+        if isinstance(record, dict) and record.get("type") == "session" and "cwd" in record and "timestamp" in record \
+                and not {"source", "model", "provider", "system"} & record.keys():
+            return "a Pi session header ({type: session, version, id, timestamp, cwd}): pi"
         if isinstance(record, dict) and record.get("type") in ("session", "message", "event") \
                 and (record.get("type") != "message" or record.get("role") in ROLES):
             return None

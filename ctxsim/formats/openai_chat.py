@@ -31,6 +31,7 @@ from ctxsim.formats._sniff import head_text, sniff_json_head
 from ctxsim.formats._source import Source
 from ctxsim.formats._usage import any_usage, split_model
 from ctxsim.model import Message, Session, ToolCall
+from ctxsim.redact import quoted
 
 NAME = "openai-chat"
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
@@ -60,7 +61,7 @@ class _Messages:
             raise node.fail("must be a message (an object with role and content)")
         role = node.string("role", required=True)
         if role not in ROLES:
-            raise node.fail(f"unknown role {role!r} (expected one of {', '.join(sorted(ROLES))})", "role")
+            raise node.fail(f"unknown role {quoted(role)} (expected one of {', '.join(sorted(ROLES))})", "role")
         text, more = text_of(node.child("content"), _images)
         when = node.ts("ts") or node.ts("timestamp") or node.ts("created") or ts
         if role in ("system", "developer"):
@@ -197,6 +198,8 @@ def sniff(head: bytes) -> str | None:
             return "an array of events, not chat messages"
         return None
     if '"messages"' in text[:2000] or '"request"' in text[:200]:
+        if '"parts"' in text and '"sessionID"' in text and '"info"' in text:
+            return "an OpenCode session export ({info, messages: [{info, parts}]}): opencode"
         if any(k in text[:3000] for k in ('"trajectory_format"', '"model_stats"', '"trajectory"')):
             return "an agent trajectory, not a chat log"
         return None
@@ -214,6 +217,7 @@ ABOUT = {
     "records": "the messages, tool calls and results; usage and time only where the log kept the responses",
     "cannot_know": "per-request usage of a bare message list; times; which messages a request really sent "
                    "unless each request is logged",
+    "checked": "OpenAI Chat Completions request and response shapes (fixtures)",
 }
 
 register(FormatInfo(name=NAME, description="OpenAI Chat Completions messages (+ usage), or request/response logs",

@@ -273,6 +273,7 @@ ABOUT = {
                "condensation events; newer versions llm_metrics per event",
     "cannot_know": "the system prompt unless a system action is logged; condenser calls' usage; responses "
                    "that produced no action",
+    "checked": "OpenHands 0.x trajectory exports (a public trajectory) and evaluation output.jsonl",
 }
 
 register(FormatInfo(name=NAME, description="OpenHands event streams (trajectory exports, evaluation output.jsonl)",

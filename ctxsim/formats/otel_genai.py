@@ -32,6 +32,7 @@ their call by `gen_ai.tool.call.id`, else by tool name.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import IO, Any
@@ -42,7 +43,7 @@ from ctxsim.formats._session import Conversation, arguments_of, frozen, message_
 from ctxsim.formats._sniff import head_text, sniff_json_head
 from ctxsim.formats._source import Source
 from ctxsim.formats._usage import split_model
-from ctxsim.model import Message, Session, ToolCall, Usage, format_ts
+from ctxsim.model import MAX_TS_S, MIN_TS_S, Message, Session, ToolCall, Usage, format_ts
 
 NAME = "otel-genai"
 CHAT_OPERATIONS = {"chat", "call_llm", "text_completion", "generate_content", "completion"}
@@ -64,6 +65,7 @@ ABOUT = {
     "cannot_know": "message content the instrumentation did not capture (content capture is opt-in; then only "
                    "sizes in usage are known); the system prompt and tool definitions unless recorded; cache "
                    "counts from instrumentations that do not set them; calls made outside instrumented spans",
+    "checked": "any-agent's AgentTrace (a public trace) and OTLP JSON exports of the OpenTelemetry GenAI conventions",
 }
 
 
@@ -87,14 +89,26 @@ class _Span:
         return self.name.split(" ", 1)[0] if self.name else ""
 
 
-def _ns(value: Any) -> int:
-    if isinstance(value, bool):
+def _ns(span: Node, key: str) -> int:
+    """A span time in nanoseconds since the epoch (0: absent), range-checked where it is read: a time
+    outside the years a timestamp can hold is refused naming the span's field, not met later."""
+    value = span.value.get(key)
+    if isinstance(value, bool) or value is None:
         return 0
-    if isinstance(value, (int, float)):
-        return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    return 0
+    if isinstance(value, str):
+        if not value.strip().isdigit():
+            return 0
+        value = int(value)
+    if not isinstance(value, (int, float)):
+        return 0
+    if not math.isfinite(value) or not MIN_TS_S <= value / 1e9 < MAX_TS_S + 1:
+        raise span.fail(f"is {_shown(value)} ns, outside the years 1-9999 a span time can hold", key)
+    return int(value)
+
+
+def _shown(value: int | float) -> str:
+    """A number as an error line quotes it: short, whatever its size."""
+    return f"{value:.4g}" if isinstance(value, float) or abs(value) >= 10**12 else str(value)
 
 
 def _otlp_value(value: Any) -> Any:
@@ -149,7 +163,7 @@ def _spans_otlp(doc: Node, line: int | None) -> list[_Span]:
                           if isinstance(e, dict)]
                 out.append(_Span(_id(v.get("traceId")) or "trace", _id(v.get("spanId")) or str(len(out)),
                                  _id(v.get("parentSpanId")), str(v.get("name") or ""),
-                                 _ns(v.get("startTimeUnixNano")), _ns(v.get("endTimeUnixNano")),
+                                 _ns(span, "startTimeUnixNano"), _ns(span, "endTimeUnixNano"),
                                  _otlp_attrs(v.get("attributes")), events, line))
     return out
 
@@ -166,8 +180,8 @@ def _spans_anyagent(doc: Node) -> list[_Span]:
         events = [(str(e.get("name") or ""), ea if isinstance(ea := e.get("attributes"), dict) else {})
                   for e in _list(v.get("events")) if isinstance(e, dict)]
         out.append(_Span(_id(context.get("trace_id")) or "trace", _id(context.get("span_id")) or str(len(out)),
-                         _id(parent.get("span_id")), str(v.get("name") or ""), _ns(v.get("start_time")),
-                         _ns(v.get("end_time")), dict(attrs), events))
+                         _id(parent.get("span_id")), str(v.get("name") or ""), _ns(span, "start_time"),
+                         _ns(span, "end_time"), dict(attrs), events))
     return out
 
 

@@ -28,6 +28,7 @@ from ctxsim.formats._sniff import sniff_json_object_text
 from ctxsim.formats._source import Source
 from ctxsim.formats._usage import split_model
 from ctxsim.model import Message, Session
+from ctxsim.redact import quoted
 
 NAME = "swe-agent"
 # SWE-agent 0.x model short names (sweagent/agent/models.py of that era) and what they called.
@@ -122,7 +123,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
                     raise item.fail("is missing (a tool message answers a call)", "tool_call_ids")
                 builder.add(Message("tool", text, tool_call_id=call_id, extra_tokens=more, extra=frozen(extra)))
             else:
-                raise item.fail(f"unknown role {role!r} (expected system, user, assistant or tool)", "role")
+                raise item.fail(f"unknown role {quoted(role)} (expected system, user, assistant or tool)", "role")
     else:
         steps = doc.array("trajectory", required=True)
         for step in steps:
@@ -168,6 +169,7 @@ ABOUT = {
     "records": "the agent's message history; run totals only (tokens sent and received, API calls, cost)",
     "cannot_know": "per-request usage and cache counts (only run totals); times; the model in 0.x "
                    "(from the run directory name)",
+    "checked": "SWE-agent 0.x trajectories (a public trajectory) and 1.x",
 }
 
 register(FormatInfo(name=NAME, description="SWE-agent .traj trajectories (history messages; run totals only)",

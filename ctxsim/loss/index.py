@@ -19,6 +19,7 @@ from itertools import chain, repeat
 from typing import Any
 
 from ctxsim.loss.identifiers import extract, extract_many, identifiers_of_lines, message_text
+from ctxsim.loss.kinds import discounted, has_marker, redacted_identifiers
 from ctxsim.model import Message, Session
 
 SOURCE_ROLES = ("user", "tool")  # where an identifier the agent later needs may come from
@@ -55,6 +56,7 @@ class SessionIndex:
     lines: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a line of a long text a policy wrote -> the same
     # `uses` by the identity of the request's recorded message, as columns: (identifiers, base counts, sources)
     checks: dict[int, tuple[tuple[str, ...], tuple[int, ...], tuple[int, ...]]] = field(default_factory=dict)
+    redacted: int = 0  # distinct texts holding a redaction marker: what they hid is unknown (no misses from it)
 
     def __post_init__(self) -> None:
         messages = self.session.messages
@@ -82,6 +84,14 @@ class SessionIndex:
         new = list(dict.fromkeys(read[i] for i in answers if read[i] not in memo))
         memo.update(zip(new, extract_many(new), strict=True))
         vocabulary = frozenset(chain.from_iterable(memo[read[i]] for i in answers)) - always
+        # bare numbers and units never count (`kinds.discounted`), nor what a redaction marker hides
+        hidden: set[str] = set()
+        redacted = 0
+        for text in dict.fromkeys(read):
+            if has_marker(text):
+                redacted += 1
+                hidden |= redacted_identifiers(text)
+        vocabulary = frozenset(x for x in vocabulary if x not in hidden and not discounted(x))
         # each identifier kept as one object, the vocabulary's: the meter's counts find it by identity (and their
         # tables stay a few hundred keys touched over and over, not copies of them all over the memory)
         canon = {x: x for x in vocabulary}
@@ -111,7 +121,8 @@ class SessionIndex:
             count(counts, found)
             if m.role in SOURCE_ROLES:
                 source.update(zip(found, repeat(i)))
-        return cls(session, ids, {id(m): i for i, m in enumerate(messages)}, always, uses, vocabulary, canon)
+        return cls(session, ids, {id(m): i for i, m in enumerate(messages)}, always, uses, vocabulary, canon,
+                   redacted=redacted)
 
     def kept(self, ids: tuple[str, ...]) -> tuple[str, ...]:
         """`ids` cut down to those some answer of the session uses (the vocabulary's own objects)."""
@@ -159,14 +170,14 @@ class TraceIndex:
         out = []
         for session in sessions:
             index = self.of(session)
-            out.append((index.ids, index.always, index.uses, index.vocabulary, index.canon))
+            out.append((index.ids, index.always, index.uses, index.vocabulary, index.canon, index.redacted))
         return out
 
     def adopt(self, sessions: Sequence[Session], built: list[tuple[Any, ...]]) -> TraceIndex:
         """The index `built(sessions)` gave (in another process), for these same sessions."""
-        for session, (ids, always, uses, vocabulary, canon) in zip(sessions, built, strict=True):
+        for session, (ids, always, uses, vocabulary, canon, redacted) in zip(sessions, built, strict=True):
             self.sessions[id(session)] = SessionIndex(session, ids, {id(m): i for i, m in enumerate(session.messages)},
-                                                      always, uses, vocabulary, canon)
+                                                      always, uses, vocabulary, canon, redacted=redacted)
         return self
 
 

@@ -22,9 +22,15 @@ definitions (`index.SessionIndex.always`); one missed inside another from the sa
 same request (`conftest.py` in `tests/conftest.py`) counts once, as the longer. Under `none` nothing
 is removed, so there is none.
 
-Re-fetches (open-loop cannot know what the agent would have done; this bounds it): a miss whose
-source is a tool result costs one re-read of that result; a source is re-read once, and again only
-after the policy next removes or stubs a tool result (the re-read copy would have gone the same way).
+Re-fetches (open-loop cannot know what the agent would have done; this bounds it): a tool result
+(not a write's or an edit's: `observed.refetchable`) is re-read once its misses weigh a whole
+identifier (`kinds.REFETCH_WEIGHTS`: a path, an error, a URL, a command; two symbols; a name inside
+another missed at the same request adds nothing), sized as the product's read tool re-reads it
+(`observed.reread_tokens`); a source is re-read once, and again only after the policy next removes
+or stubs a tool result (the re-read copy would have gone the same way). A summary a (simulated)
+model wrote (tagged `modelled`) holds, besides its text's identifiers, the share of what the agent
+had used that product summaries keep (`kinds.kept_by_summary`). Bare numbers, units and what a
+redaction marker hides are never in the vocabulary (`index`), so never a miss.
 `refetch.price` prices them. Work per request: proportional to what was appended and edited and to
 the identifiers the request's message uses.
 """
@@ -42,7 +48,10 @@ from typing import Any
 from ctxsim.history import Item
 from ctxsim.loss.identifiers import extract, extract_by_line, identifiers_of_lines, message_identifiers
 from ctxsim.loss.index import SOURCE_ROLES, SessionIndex, TraceIndex, count
+from ctxsim.loss.kinds import kept_by_summary, refetch_weight
+from ctxsim.loss.observed import refetchable, reread_tokens
 from ctxsim.model import Message, Session
+from ctxsim.policies.compact import MODELLED
 
 DERIVED_TEXT_CHARS = 2_000  # a text a policy wrote longer than this is extracted line by line
 LINE_MEMO_ENTRIES = 200_000  # a session's lines of long texts policies wrote, with the identifiers counted of each
@@ -202,6 +211,7 @@ class LossMeter:
         self._splices = 0
         self._tool_removed = False  # this request's edits removed or stubbed a tool result
         self._refetched: set[int] = set()
+        self._pending: dict[int, float] = {}  # source -> the weight of what it lost, not yet a re-fetch
 
     # ------------------------------------------------------------ the engine's calls
     def push(self, session: Session) -> None:
@@ -246,7 +256,7 @@ class LossMeter:
                 return
             message = item.message
             if message.role in SOURCE_ROLES:
-                self.sizes[origin] = item.tokens
+                self.sizes[origin] = max(0, item.tokens)  # a size is never negative
             if message is s.session.messages[origin]:  # as recorded: counted in the base counts already
                 return
             # rewritten as it arrived (truncated): the rewrite's identifiers instead of the recorded ones
@@ -284,6 +294,9 @@ class LossMeter:
                     self._tool_removed = True
                 gone.update(zip(recorded, repeat(ref)))
                 return
+        retained: tuple[str, ...] = ()
+        if any(MODELLED in item.tags for item in added):  # a model summary keeps some of what the agent had used
+            retained = self._retained(removed)
         carried: list[tuple[str, Counter[str]]] = []  # the long texts a policy wrote that this edit removes
         if len(removed) >= BULK and s is not None:  # a compaction: the removed items' identifiers counted at once
             self._remove_many(removed, ref, carried)
@@ -311,8 +324,30 @@ class LossMeter:
             if items is not None:
                 items[id(item)] = item
             ids = self._ids(item, carried)
+            if retained and MODELLED in item.tags:
+                ids = tuple(dict.fromkeys(ids + retained))
             written[id(item)] = (item, ids)
             count(put, ids)
+
+    def _retained(self, removed: Sequence[Item]) -> tuple[str, ...]:
+        """What a model summary of `removed` keeps (`kinds.kept_by_summary`) of the identifiers they gave (a user or
+        tool message, an earlier summary) that the agent had used in them (an answer or an earlier summary)."""
+        s = self._s
+        if s is None:
+            return ()
+        said: set[str] = set()
+        given: dict[str, None] = {}
+        for item in removed:
+            entry = self.written.get(id(item))
+            ids = entry[1] if entry is not None else s.of(item.message)
+            if not ids:
+                continue
+            role = item.message.role
+            if role in ("assistant", "summary"):
+                said.update(ids)
+            if role != "assistant":
+                given.update(dict.fromkeys(ids))
+        return tuple(x for x in given if x in said and kept_by_summary(x))
 
     def _long(self, item: Item, text: str, carried: Sequence[tuple[str, Counter[str]]]) -> tuple[str, ...]:
         """The identifiers of a long text a policy wrote (a summary that keeps earlier summaries' lines, zones',
@@ -393,6 +428,7 @@ class LossMeter:
         self._splices = 0
         if self._tool_removed:
             self._refetched.clear()
+            self._pending.clear()
             self._tool_removed = False
         s = self._s
         taken = self.taken
@@ -409,21 +445,33 @@ class LossMeter:
                     if 1 < len(found) <= 256:  # `conftest.py` in `tests/conftest.py` from the same message: one miss
                         found = [(x, o) for x, o in found
                                  if not any(o == o2 and x != x2 and x in x2 for x2, o2 in found)]
+                    # a name inside another missed at this request (a file name in its path) adds nothing to re-fetch
+                    inner = {x for x, _ in found if any(x != x2 and x in x2 for x2, _ in found)} \
+                        if 1 < len(found) <= 256 else ()
                     for x, origin in found:
-                        self._miss(number, x, origin, s)
+                        self._miss(number, x, origin, s, x not in inner)
         if self._probe_state is not None and number in self.probes.at:
             self._probe_state.check(number, self._texts())
 
-    def _miss(self, number: int, x: str, origin: int, s: SessionIndex) -> None:
+    def _miss(self, number: int, x: str, origin: int, s: SessionIndex, weighs: bool = True) -> None:
         m = s.session.messages[origin]
         tool = m.name if m.role == "tool" else None
         tokens = self.sizes.get(origin, 0)
         ref = self.gone.get(x)
         removal = Removal(ref[0], ref[1], ref[2]) if ref is not None else None
         self.report.misses.append(Miss(number, s.session.id, x, origin, m.role, tool, tokens, removal))
-        if m.role == "tool" and origin not in self._refetched:
+        if m.role == "tool" and origin not in self._refetched and refetchable(s.session.source, tool):
+            # re-fetched once what it lost from that result weighs a whole identifier (`kinds.REFETCH_WEIGHTS`: a path,
+            # an error, a URL, a command alone; two symbols or quoted strings)
+            need = self._pending.get(origin, 0.0) + (refetch_weight(x) if weighs else 0.0)
+            if need < 1.0:
+                self._pending[origin] = need
+                return
+            self._pending.pop(origin, None)
             self._refetched.add(origin)
-            self.report.refetches.append(Refetch(number, s.session.id, origin, tool, tokens))
+            # sized as the agent would fetch it again: the product's read tool re-reads one usual slice of a file
+            self.report.refetches.append(Refetch(number, s.session.id, origin, tool,
+                                                 reread_tokens(s.session.source, tool, tokens)))
 
     def _texts(self) -> list[str]:
         """The managed context's texts as they stand: the head (system, tools), then every live item's."""

@@ -1,10 +1,11 @@
 """Re-fetches priced: what re-reading the tool results a policy lost would have cost.
 
 Open-loop replay cannot know what the agent would have done once an identifier it needed was
-gone; it can bound it. For every miss whose source was a tool result (each source once, until the
-policy next removes or stubs a tool result: `meter.LossMeter`), the agent would have called that
-tool again: one extra turn that sends the request's prompt again (read from the cache), writes the
-result's tokens to the cache as new input, and outputs a short call (`CALL_OUTPUT_TOKENS`). Priced
+gone; it can bound it. For a tool result whose misses weigh a whole identifier (`kinds.REFETCH_WEIGHTS`;
+each source once, until the policy next removes or stubs a tool result: `meter.LossMeter`), the agent
+would have called that tool again: one extra turn that sends the request's prompt again (read from
+the cache), writes the re-read to the cache as new input (sized as the product's read tool re-reads:
+`observed.Detector.reread_tokens`), and outputs a short call (`CALL_OUTPUT_TOKENS`). Priced
 at the request's own session's model and time; added to the open-loop cost as "cost with
 re-fetches".
 """
@@ -17,10 +18,13 @@ from typing import Any
 from ctxsim.pricing import Bill
 
 CALL_OUTPUT_TOKENS = 50  # the tool call the agent would have written to fetch the result again
-ASSUMPTION = ("re-fetch estimate: every recall miss whose source was a tool result costs one extra turn that "
-              "re-reads it (the request's prompt again at the cache-read price, the result's tokens written to the "
-              f"cache, {CALL_OUTPUT_TOKENS} output tokens for the call), each result once until the policy next "
-              "removes a tool result; a bound on what the agent would have done, not a replay of it")
+ASSUMPTION = ("re-fetch estimate: a tool result is re-read once what the policy made it lose weighs a whole identifier "
+              "(a path, error, URL or command; two symbols or quoted strings; numbers and units nothing), each result "
+              "once until the policy next removes a tool result, never a write's or an edit's; each re-read costs one "
+              "extra turn: the request's prompt again at the cache-read price, the re-read written to the cache, sized "
+              "as the product's read tool re-reads (one usual slice of a file, capped by the result; other results "
+              f"whole), {CALL_OUTPUT_TOKENS} output tokens for the call; a bound on what the agent would have done, "
+              "not a replay of it")
 
 
 def price(run: Any, replayer: Any) -> Decimal:

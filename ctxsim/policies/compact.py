@@ -57,6 +57,7 @@ from ctxsim.summarizers.extractive import Block
 from ctxsim.summarizers.llm import INSTRUCTIONS
 
 SUMMARY_TAGS = frozenset({"summary"})
+MODELLED = "modelled"  # the tag of a summary a (simulated) model wrote: the loss meter credits it what models keep
 
 
 # ---------------------------------------------------------------- helpers shared by summarising policies
@@ -163,7 +164,8 @@ def summarise_items(view: View, summarizer: Summarizer, clock: TurnClock, items:
         tokens = layout_tokens(view, summarizer, message)
         return Summary(_standing(message, view.size(message) if tokens is None else tokens, tags), None)
     framing = view.size(Message("summary", ""))
-    return Summary(_standing(message, framing + modelled, tags), SideCall("summarize", input_tokens, modelled, note))
+    return Summary(_standing(message, framing + modelled, tags | {MODELLED}),
+                   SideCall("summarize", input_tokens, modelled, note))
 
 
 def _standing(message: Message, tokens: int, tags: frozenset[str]) -> Item:

@@ -62,6 +62,8 @@ def runs_frame(result: RunResult) -> Any:
             if name == "first_over":
                 for key, request in sorted(value.items()):
                     record[f"first_over_{key.replace('-', '_')}"] = request
+            elif name == "cost_range_usd" and run.totals.cost_range_usd is not None:  # [low, high]: two columns
+                record["cost_range_low_usd"], record["cost_range_high_usd"] = run.totals.cost_range_usd
             elif name in MONEY:
                 record[name] = getattr(run.totals, name)
             else:

@@ -14,9 +14,10 @@ from typing import Any
 from ctxsim.reports._terminal import money
 
 LOSS_HEADERS = ["misses", "distinct ids", "miss tokens", "re-fetches", "cost w/ re-fetch"]
-LLM_NOTE = ("a simulated LLM summary (its size, not its text) is taken to keep none of the identifiers it "
-            "summarised: the misses of a policy marked (LLM) are an upper bound; an extractive summary (free) is "
-            "real text and what it keeps counts as kept")
+LLM_NOTE = ("a simulated LLM summary keeps, of the identifiers the agent had used in what it summarised, the share "
+            "product summaries keep by kind (measured on recorded Claude Code summaries: paths 45 %, error lines and "
+            "tickets 65 %, symbols 20 %, quoted strings 15 %, URLs and commands none; ctxsim.loss.kinds.RETAINED), "
+            "the same ones in every run; an extractive summary (free) is real text and what it keeps counts as kept")
 
 
 def summarizers(policy: Any) -> set[str]:
@@ -77,9 +78,10 @@ def notes(result: Any) -> list[str]:
     if not entry or not any(run.loss is not None for run in result.runs):
         return []
     allowance = [_allowance_text(entry)] if len(result.runs) > 1 else []
-    out = [entry["refetch_assumption"], *allowance, ("recall misses: identifiers (paths, names, numbers, "
-           "errors, ...) a recorded answer uses that came from a user or tool message and that, under the policy, no "
-           "message in the context holds any more (ctxsim.loss.identifiers)")]
+    out = [entry["refetch_assumption"], *allowance, ("recall misses: identifiers (paths, names, errors, URLs, "
+           "commands, ...; never bare numbers or units) a recorded answer uses that came from a user or tool message "
+           "and that, under the policy, no message in the context holds any more (ctxsim.loss.identifiers); what a "
+           "log's redaction markers hide is unknown and never counted as a miss")]
     if any("llm" in summarizers(run.policy) for run in result.runs):
         out.append(LLM_NOTE)
     return out

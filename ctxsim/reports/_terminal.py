@@ -131,6 +131,9 @@ def head_lines(result: RunResult) -> list[str]:
     from ctxsim.recorded import calibration_line, calibration_notes, coverage_line, gap_line, own_cost_line, warning
 
     out = []
+    if not any(row.kind == "request" for run in result.runs for row in run.rows):
+        out.append("note: nothing to replay: the trace holds no model request (no assistant message), so every "
+                   "figure below is zero")
     line = calibration_line(result.manifest)
     if line:
         out.append(line)
@@ -139,6 +142,11 @@ def head_lines(result: RunResult) -> list[str]:
     if pair is not None:
         rec, g = pair
         out.append(warning(rec, g) or gap_line(g))
+        from ctxsim.analysis.predict import predicted_line
+
+        said = predicted_line(result.manifest)
+        if said:
+            out.append(said)
     rec = recorded_of_result(result)
     out.extend(line for line in ((coverage_line(rec), own_cost_line(rec)) if rec is not None else ()) if line)
     return out

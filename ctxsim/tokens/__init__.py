@@ -13,6 +13,7 @@ from typing import Protocol
 
 from ctxsim.errors import CtxsimError, did_you_mean
 from ctxsim.registry import Registry
+from ctxsim.tokens.redacted import split_markers
 
 
 class Tokenizer(Protocol):
@@ -69,13 +70,17 @@ class TokenCounter:
         memo = self._memo
         todo = list(dict.fromkeys(t for t in texts if t not in memo))
         if todo:
-            for text, n in zip(todo, self.tokenizer.count_batch(todo), strict=True):
-                memo[text] = n
+            split = [split_markers(t) for t in todo]
+            counts = self.tokenizer.count_batch([s for s, _ in split])
+            for text, (_, marked), n in zip(todo, split, counts, strict=True):
+                memo[text] = n + marked
 
     def count(self, text: str) -> int:
+        """The text's tokens; a redacted marker counts as the text it replaced (tokens/redacted.py)."""
         n = self._memo.get(text)
         if n is None:
-            n = self._memo[text] = self.tokenizer.count_batch([text])[0]
+            rest, marked = split_markers(text)
+            n = self._memo[text] = self.tokenizer.count_batch([rest])[0] + marked
         return n
 
     def forget(self) -> None:

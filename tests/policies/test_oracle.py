@@ -77,10 +77,10 @@ def test_over_the_budget_it_folds_the_oldest_into_a_note_of_what_is_needed_later
     run = run_of(known_trace(), oracle(300), watch)
     assert run.loss.misses == [] and max(contexts(run)) <= 300
     # request 4 is the first over 300: the task, alpha's call and its result are folded; of what they held
-    # only alpha_value and 4242 are needed later (request 4 itself); the task and the path are not.
+    # only alpha_value and ALPHA_MAX are needed later (request 4 itself); the task and the path are not.
     assert [(e.request, e.kind) for e in run.events] == [(4, "compact"), (5, "drop")]
     fourth = watch.contexts[3]
-    assert fourth[0] == ("summary", -1, f"{NOTE_HEAD}\n4242\nalpha_value")
+    assert fourth[0] == ("summary", -1, f"{NOTE_HEAD}\nALPHA_MAX\nalpha_value")
     assert [(role, origin) for role, origin, _ in fourth[1:]] == [("assistant", 3), ("tool", 4), ("assistant", 5),
                                                                   ("tool", 6)]
     # request 5: the note is needed no more (its identifiers were used at 4, and request 4's answer holds
@@ -94,9 +94,9 @@ def test_a_tight_budget_keeps_every_needed_identifier_in_notes_and_no_more() -> 
     run = run_of(known_trace(), oracle(60), watch)
     assert run.loss.misses == [] and max(contexts(run)) <= 60
     notes = [ctx[0][2] for ctx in watch.contexts[1:]]
-    assert notes[0] == f"{NOTE_HEAD}\n4242\nalpha_value"
-    assert notes[1] == f"{NOTE_HEAD}\n4242\n9191\nBETA_LIMIT\nalpha_value"
-    assert notes[2] == f"{NOTE_HEAD}\n4242\n7373\n9191\nBETA_LIMIT\nalpha_value\ngamma_rate"
+    assert notes[0] == f"{NOTE_HEAD}\nALPHA_MAX\nalpha_value"
+    assert notes[1] == f"{NOTE_HEAD}\nALPHA_MAX\nBETA_CAP\nBETA_LIMIT\nalpha_value"
+    assert notes[2] == f"{NOTE_HEAD}\nALPHA_MAX\nBETA_CAP\nBETA_LIMIT\nGAMMA_TOP\nalpha_value\ngamma_rate"
     # request 5 fits as it stands: nothing is reduced before it must be (alpha's identifiers, needed no
     # more, stay in the note)
     assert notes[3] == notes[2] and [e.request for e in run.events] == [2, 3, 4]
@@ -193,8 +193,8 @@ def test_foresight_worth_counts_the_needs_until_a_message_brings_it_back() -> No
 # ---------------------------------------------------------------- the property: no policy beats the bound
 
 
-POOL = ["src/billing/tax.py", "compute_tax", "InvoiceBuilder", "4242", "9191", "ROUND_HALF_EVEN", "INV-2041",
-        "parse_line", "max_retries", "https://example.org/api/v2", "7373", "retryCount", "test_rounding",
+POOL = ["src/billing/tax.py", "compute_tax", "InvoiceBuilder", "ALPHA_MAX", "BETA_CAP", "ROUND_HALF_EVEN", "INV-2041",
+        "parse_line", "max_retries", "https://example.org/api/v2", "GAMMA_TOP", "retryCount", "test_rounding",
         "AssertionError: expected 19.00"]
 
 
