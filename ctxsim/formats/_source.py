@@ -45,7 +45,7 @@ class Source:
     # -- JSONL
     def decode(self, raw: bytes, number: int) -> dict[str, Any] | None:
         """One JSONL line as an object, or None (recorded as malformed)."""
-        record = fast_loads(raw)  # orjson: the stdlib's objects, faster; REFUSED leaves the line to the stdlib
+        record = fast_loads(raw)  # msgspec: the stdlib's objects, faster; REFUSED leaves the line to the stdlib
         if record is REFUSED:
             record = self._loads(raw, number)
             if record is REFUSED:
