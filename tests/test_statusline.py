@@ -123,9 +123,9 @@ def test_the_command_loads_no_framework_and_prints_no_trace_text(tmp_path: Path)
     out, loaded = run()  # the transcript grew: the new lines read and priced
     assert not {"typer", "click", "rich", "pandas", "matplotlib", "pydantic", "tiktoken", "genai_prices"} & \
         {name.split(".")[0] for name in loaded}
-    assert "ctxsim.pricing" in loaded
+    assert "ctxsim.pricing.prices" in loaded
     assert out.count("\n") == 1 and out.startswith("$")
     assert "step" not in out and "done" not in out
     out_again, loaded = run()  # nothing appended: printed from the state alone
     assert out_again == out
-    assert "ctxsim.pricing" not in loaded and "decimal" in loaded
+    assert "ctxsim.pricing.prices" not in loaded and "decimal" in loaded

@@ -188,7 +188,7 @@ _pricers: dict[str, Any] = {}
 def _price(model: str | None, usage: list[int], ts: str | None) -> Any:
     from ctxsim.errors import CtxsimError
     from ctxsim.model import parse_ts
-    from ctxsim.pricing import Bill, Pricer
+    from ctxsim.pricing.prices import Bill, Pricer
 
     if not model:
         return None
