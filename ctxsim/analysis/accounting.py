@@ -208,7 +208,7 @@ def read_corpus(inputs: Iterable[tuple[str, str | None]], skip_bad_lines: bool =
         entry = None
         stamp = index.stamp_of(path) if index is not None and path != "-" else None
         if stamp is not None and index is not None:
-            entry = index.get(path, fmt, skip_bad_lines, home, stamp)
+            entry = index.get(path, fmt, skip_bad_lines, home, stamp, decoded_entry)
         if entry is None:
             entry = read_file(path, fmt, skip_bad_lines, home)
             if stamp is not None and index is not None:
@@ -412,3 +412,27 @@ def expand(paths: list[str], fmt: str | None) -> list[tuple[str, str | None]]:
 def home_of(environ: Mapping[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     return env.get("HOME") or os.path.expanduser("~")
+
+
+def decoded_entry(data: dict[str, Any]) -> Entry:
+    """An index entry from its JSON (analysis.file_index keeps the bytes, this module their meaning)."""
+    import sys
+
+    from ctxsim.analysis.cache_breaks import Break
+    from ctxsim.analysis.file_index import Entry
+    from ctxsim.formats import FileReport
+
+    charges: list[tuple[int | None, Any]] = []
+    for row in data["charges"]:
+        if len(row) == 1:  # a response marked as a copy: its digest alone
+            charges.append((row[0], None))
+            continue
+        d, ts_s, session, project, source, model, has_usage, i, cr, cw, cw1h, o, cost = row
+        charges.append((d, Charge(ts_s, session, project, source, sys.intern(model), bool(has_usage), int(i), int(cr),
+                                  int(cw), int(cw1h), int(o), None if cost is None else Decimal(cost))))
+    breaks = [Break(**{**b, "rebilled_usd": None if b["rebilled_usd"] is None else Decimal(b["rebilled_usd"])})
+              for b in data["breaks"]]
+    reports = [FileReport(p, f, int(s), [int(n) for n in lines], [str(n) for n in notes])
+               for p, f, s, lines, notes in data["reports"]]
+    return Entry(str(data["source"]), int(data["sessions"]), reports, [str(n) for n in data["notes"]],
+                 [str(n) for n in data["price_notes"]], charges, breaks)

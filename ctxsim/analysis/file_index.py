@@ -26,8 +26,8 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 FORMAT = 1  # bump when what an entry holds, or how it is read, changes
@@ -115,14 +115,16 @@ class Index:
         return [st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino, edges.hexdigest()]
 
     def get(self, path: str, fmt: str | None, skip_bad_lines: bool, home: str | None,
-            stamp: list[Any]) -> Entry | None:
+            stamp: list[Any], decode: Callable[[dict[str, Any]], Entry]) -> Entry | None:
+        """The file's entry while its stamp holds; `decode`: the entry's JSON to an Entry (the accounting's,
+        which knows its charges and breaks: the index holds bytes, not their meaning)."""
         name = self._name(path, fmt, skip_bad_lines, home)
         try:
             with open(name, "rb") as handle:
                 data = _loads(handle.read())
             if data.get("stamp") != stamp:
                 return None
-            entry = _decode(data["entry"])
+            entry = decode(data["entry"])
         except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError, ArithmeticError):
             return None  # absent, stale or unreadable: read the trace again (and rewrite the entry)
         self.served += 1
@@ -186,24 +188,3 @@ def _encode(entry: Entry) -> dict[str, Any]:
     }
 
 
-def _decode(data: dict[str, Any]) -> Entry:
-    import sys
-
-    from ctxsim.analysis.accounting import Charge
-    from ctxsim.analysis.cache_breaks import Break
-    from ctxsim.formats import FileReport
-
-    charges: list[tuple[int | None, Any]] = []
-    for row in data["charges"]:
-        if len(row) == 1:  # a response marked as a copy: its digest alone
-            charges.append((row[0], None))
-            continue
-        d, ts_s, session, project, source, model, has_usage, i, cr, cw, cw1h, o, cost = row
-        charges.append((d, Charge(ts_s, session, project, source, sys.intern(model), bool(has_usage), int(i), int(cr),
-                                  int(cw), int(cw1h), int(o), None if cost is None else Decimal(cost))))
-    breaks = [Break(**{**b, "rebilled_usd": None if b["rebilled_usd"] is None else Decimal(b["rebilled_usd"])})
-              for b in data["breaks"]]
-    reports = [FileReport(p, f, int(s), [int(n) for n in lines], [str(n) for n in notes])
-               for p, f, s, lines, notes in data["reports"]]
-    return Entry(str(data["source"]), int(data["sessions"]), reports, [str(n) for n in data["notes"]],
-                 [str(n) for n in data["price_notes"]], charges, breaks)
