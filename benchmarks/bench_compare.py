@@ -33,10 +33,10 @@ from pathlib import Path
 from bench_replay import tokenize_once, write_trace
 
 from ctxsim._support.parallel import available_cores, plan_jobs
-from ctxsim.api import Options, replay_choices
-from ctxsim.engine import Replayer, Setup
 from ctxsim.formats import read_trace
 from ctxsim.policies.spec import resolve
+from ctxsim.replay.api import Options, replay_choices
+from ctxsim.replay.engine import Replayer, Setup
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import MessageSizer
 

@@ -68,8 +68,8 @@ def leave_one_out(loaded: list[tuple[str, object, list[FileReport]]], tokenizer:
     from dataclasses import replace
 
     from ctxsim.analysis.calibrate import calibration, token_prior
-    from ctxsim.engine import Setup, resolve
     from ctxsim.model import Trace
+    from ctxsim.replay.engine import Setup, resolve
 
     by_provider: dict[str, list[tuple[str, object]]] = defaultdict(list)
     for name, trace, _ in loaded:

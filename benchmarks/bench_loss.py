@@ -39,10 +39,10 @@ from _valgrind import available, instructions_of
 from bench_compare import POLICIES
 from bench_replay import write_trace
 
-from ctxsim.api import Options, replay_choices
 from ctxsim.formats import read_trace
 from ctxsim.loss import TraceIndex, identifiers
 from ctxsim.policies.spec import resolve
+from ctxsim.replay.api import Options, replay_choices
 from ctxsim.tokens import get_tokenizer
 
 

@@ -47,8 +47,8 @@ TREE = Path(__file__).resolve().parent.parent
 
 def replayer_of(path: str) -> Any:
     """The trace read and its texts counted, in whichever ctxsim this interpreter imports."""
-    from ctxsim.engine import Replayer, Setup
     from ctxsim.formats import read_traces
+    from ctxsim.replay.engine import Replayer, Setup
     from ctxsim.tokens import TokenCounter, get_tokenizer
     from ctxsim.tokens.counting import MessageSizer
 

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from ctxsim._support.fileio import atomic_write
-from ctxsim.api import replay_trace
 from ctxsim.formats import native, read_trace
+from ctxsim.replay.api import replay_trace
 from ctxsim.synth import synthesize
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import MessageSizer

@@ -62,8 +62,8 @@ CPU = {"s": 0.0}  # CPU seconds (this process and its finished children) of the 
 
 
 def sweep_once(corpus: Path, out: Path, jobs: int | None, cluster: str | None = None) -> float:
-    from ctxsim.api import Options
     from ctxsim.commands.sweep import run_sweep
+    from ctxsim.replay.api import Options
 
     before = os.times()
     start = time.perf_counter()

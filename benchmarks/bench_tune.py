@@ -51,10 +51,10 @@ def tune_pool(trace: str, work: Path) -> None:
 
 
 def oracle_cost(trace: str) -> None:
-    from ctxsim.engine import Replayer, Setup
     from ctxsim.formats import read_traces
     from ctxsim.loss import TraceIndex, metered_run
     from ctxsim.policies.spec import resolve
+    from ctxsim.replay.engine import Replayer, Setup
     from ctxsim.tokens import TokenCounter, get_tokenizer
     from ctxsim.tokens.counting import MessageSizer
 

@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 
 from ctxsim._support.fileio import atomic_write
-from ctxsim.engine import Replayer, Setup
 from ctxsim.formats import native, read_trace
 from ctxsim.policies import parse_policy
 from ctxsim.presets.yoagent import PRESET, PUBLISHED, BytesProbe, Stages, replay_yoagent, sizer
+from ctxsim.replay.engine import Replayer, Setup
 from ctxsim.synth import synthesize
 
 # yoagent's input-side cost, bytes/4 tokens at $/M (input, cached): DeepSeek (0.27, 0.07), Anthropic (3.00, 0.30);

@@ -147,7 +147,7 @@ def fail(message: str) -> NoReturn:
 def error_line(message: str) -> str:
     """The one line of an error: whatever a reader quoted of a trace passes the secret rules once more
     (a value quoted raw anywhere still never prints a key)."""
-    from ctxsim.redact import redact
+    from ctxsim._support.redact import redact
 
     return f"ctxsim: error: {redact(message)}"
 

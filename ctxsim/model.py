@@ -2,7 +2,7 @@
 
 Frozen dataclasses: a Trace holds Sessions, a Session holds Messages (and the
 events the recorded agent itself logged). Field names follow the native format
-(DESIGN.md section 3); usage follows the inclusive convention: `input_tokens` is
+(formats/native.py); usage follows the inclusive convention: `input_tokens` is
 the whole prompt and the cache fields are parts of it.
 """
 

@@ -24,7 +24,7 @@ _INT = re.compile(r"^([0-9][0-9_]*)([kKmM]?)$")  # counts and sizes: never negat
 _NEGATIVE = re.compile(r"^\s*-\s*[0-9]")
 
 
-def _int(text: str) -> int:
+def parse_int(text: str) -> int:
     match = _INT.match(text.strip().replace(",", "_"))
     if not match:
         raise ValueError
@@ -79,7 +79,7 @@ def _convert(value: Any, tp: Any) -> Any:
         if isinstance(value, int):
             return value
         if isinstance(value, str):
-            return _int(value)
+            return parse_int(value)
         raise TypeError
     if tp is float:
         if isinstance(value, bool):
@@ -189,3 +189,30 @@ def split_spec(spec: str) -> tuple[str, dict[str, str]]:
 
 def field_doc(doc: str) -> dict[str, str]:
     return {"doc": doc}
+
+
+# ---------------------------------------------------------------- searched values (a policy's tune space)
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Rel:
+    """A threshold as a fraction of the reference tokens (the budget, else the window minus the reserve)."""
+
+    fraction: float
+
+    def __str__(self) -> str:
+        return f"{self.fraction * 100:g}%"
+
+
+@dataclasses.dataclass(frozen=True)
+class Same:
+    """The value the trial gives another parameter."""
+
+    param: str
+
+    def __str__(self) -> str:
+        return f"={self.param}"
+
+
+# the token thresholds a family's space searches: 30% of the reference to all of it
+TRIGGERS = tuple(Rel(f) for f in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0))

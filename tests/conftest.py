@@ -21,10 +21,10 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True, scope="session")
 def price_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The price cache (ctxsim/pricing.py) in a folder of the test session's, not the user's cache folder."""
+    """The price cache (ctxsim/pricing/prices.py) in a folder of the test session's, not the user's cache folder."""
     import os
 
-    from ctxsim import pricing
+    from ctxsim.pricing import prices as pricing
 
     previous = os.environ.get("CTXSIM_PRICE_CACHE")
     os.environ["CTXSIM_PRICE_CACHE"] = str(tmp_path_factory.mktemp("price-cache"))

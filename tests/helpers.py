@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ctxsim.engine import PolicyRun, Replayer, Setup
 from ctxsim.model import Message, Session, ToolCall, Trace, Usage, format_ts
 from ctxsim.policies import Context, NoParams, Policy, parse_policy
 from ctxsim.policies.spec import resolve
+from ctxsim.replay.engine import PolicyRun, Replayer, Setup
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import Framing, MessageSizer
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from helpers import T0, replay, session_of
 
-from ctxsim.engine import PolicyRun
 from ctxsim.model import Message, ToolCall, Trace, format_ts
 from ctxsim.policies import NoParams, Policy, parse_policy
 from ctxsim.policies.base import Item, View
+from ctxsim.replay.engine import PolicyRun
 
 
 def story(turns: int, output: Callable[[int], str] = lambda n: "x" * 4000, tool: str | Callable[[int], str] = "bash",

@@ -170,7 +170,7 @@ def test_a_key_in_a_model_field_is_neither_echoed_nor_stored(tmp_path: Path, whe
 
 
 def test_plausible_model_ids_are_kept() -> None:
-    from ctxsim.redact import plausible_model
+    from ctxsim._support.redact import plausible_model
 
     for name in ("claude-opus-4-6[1m]", "anthropic/claude-3.5-sonnet", "gpt-4o-2024-08-06", "qwen3-coder:30b",
                  "models/gemini-2.5-pro", "deepseek-v4-flash", "<synthetic>"):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from ctxsim.caching import model_rules
 from ctxsim.errors import CtxsimError, ParameterError
 from ctxsim.model import Message, ToolCall, format_ts
-from ctxsim.pricing import Bill, Pricer
+from ctxsim.pricing.prices import Bill, Pricer
 
 SYSTEM = "s" * 5000  # 1,250 chars4 tokens + 4 framing: above the 1,024-token minimum
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from decimal import Decimal
 
 from ctxsim.caching.best_effort import checks_span_usd, served_share
-from ctxsim.engine import Replayer, Setup
 from ctxsim.model import Message, Session, Trace, format_ts
 from ctxsim.policies import parse_policy
-from ctxsim.pricing import Bill, Pricer
+from ctxsim.pricing.prices import Bill, Pricer
+from ctxsim.replay.engine import Replayer, Setup
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import Framing, MessageSizer
 

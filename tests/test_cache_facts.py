@@ -22,11 +22,11 @@ from ctxsim.analysis.calibrate import calibration
 from ctxsim.analysis.validate import validate, validation_tables
 from ctxsim.caching import CacheResult, cache_spec
 from ctxsim.caching.recorded import FACTS_KEY, RecordedFacts, capped
-from ctxsim.engine import Replayer, Setup, default_cache, resolve
 from ctxsim.history import History, Item
 from ctxsim.model import Message, Session, Trace, Usage, format_ts
 from ctxsim.policies import NoParams, parse_policy
 from ctxsim.policies.base import Drop, Edit, View
+from ctxsim.replay.engine import Replayer, Setup, default_cache, resolve
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import Framing, MessageSizer
 

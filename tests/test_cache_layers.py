@@ -20,10 +20,10 @@ from dataclasses import replace
 from ctxsim.analysis.calibrate import calibration
 from ctxsim.analysis.validate import validate
 from ctxsim.caching import CacheResult, WarmStart, cache_spec
-from ctxsim.engine import Replayer, Setup
 from ctxsim.history import History
 from ctxsim.model import Message, Session, ToolCall, Trace, Usage, format_ts
 from ctxsim.policies import parse_policy
+from ctxsim.replay.engine import Replayer, Setup
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import Framing, MessageSizer
 

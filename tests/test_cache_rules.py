@@ -16,9 +16,9 @@ from __future__ import annotations
 import pytest
 
 from ctxsim.caching.anthropic import claude_family, keeps_thinking, recorded_ttl
-from ctxsim.engine import Replayer, Setup
 from ctxsim.model import Message, Session, Trace, Usage, format_ts
 from ctxsim.policies import parse_policy
+from ctxsim.replay.engine import Replayer, Setup
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import Framing, MessageSizer
 
@@ -137,7 +137,7 @@ def test_a_user_turn_reads_the_conversation_where_the_model_keeps_thinking():
 def test_the_long_context_premium_of_opus_4_6_ends_on_2026_03_13():
     from datetime import UTC, datetime
 
-    from ctxsim.pricing import Bill, Pricer
+    from ctxsim.pricing.prices import Bill, Pricer
 
     pricer = Pricer("anthropic", "claude-opus-4-6")
     bill = Bill(300_000, 0, 0, 0, 1_000)  # past 200k: the whole request at 2x input, 1.5x output, before GA
@@ -150,7 +150,7 @@ def test_the_long_context_premium_of_opus_4_6_ends_on_2026_03_13():
 def test_a_gemini_session_caches_under_the_minimum_of_its_own_date():
     from datetime import UTC, datetime
 
-    from ctxsim.engine import resolve
+    from ctxsim.replay.engine import resolve
 
     def minimum(day: datetime) -> int:
         t = day.timestamp()

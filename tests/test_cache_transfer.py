@@ -21,9 +21,9 @@ from ctxsim.caching import CacheInfo, CacheResult, CacheSpec
 from ctxsim.caching.anthropic import AnthropicParams
 from ctxsim.caching.recorded import FACTS_KEY
 from ctxsim.caching.transfer import cost_range, transferred_read
-from ctxsim.engine import Replayer, Setup
 from ctxsim.model import Message, Session, ToolCall, Trace, format_ts
 from ctxsim.policies import parse_policy
+from ctxsim.replay.engine import Replayer, Setup
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import Framing, MessageSizer
 
@@ -161,7 +161,7 @@ def test_the_range_is_in_the_runs_json_only_with_facts():
 def test_the_fitted_misses_carry_to_the_scored_requests_as_a_share():
     from ctxsim.analysis.predict import predict
     from ctxsim.caching.miss_range import lost_share, miss_span_usd
-    from ctxsim.pricing import Bill, Pricer
+    from ctxsim.pricing.prices import Bill, Pricer
 
     # two ceilings on the fitted requests: 3,000 of 10,000 model-read tokens lost; a floor counts nothing
     assert lost_share({2: (1_000, None, None, 3_000), 3: (4_000, None, None, 5_000), 4: (None, 900, None, None)},

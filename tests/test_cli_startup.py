@@ -10,8 +10,8 @@ import pytest
 
 import ctxsim
 
-HEAVY = ("genai_prices", "pandas", "matplotlib", "numpy", "tiktoken", "pyarrow", "ctxsim.engine", "ctxsim.api",
-         "ctxsim.pricing", "rich.markdown", "pygments")
+HEAVY = ("genai_prices", "pandas", "matplotlib", "numpy", "tiktoken", "pyarrow", "ctxsim.replay.engine",
+         "ctxsim.replay.api", "ctxsim.pricing.prices", "rich.markdown", "pygments")
 
 PROBE = """
 import json, sys

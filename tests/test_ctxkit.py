@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from helpers import T0, Capture, SpecStages
 
-from ctxsim.engine import PolicyRun, Replayer, Setup
 from ctxsim.model import Message, Session, ToolCall, Trace, format_ts
 from ctxsim.policies import parse_policy
 from ctxsim.presets import Preset, presets
+from ctxsim.replay.engine import PolicyRun, Replayer, Setup
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import MessageSizer
 

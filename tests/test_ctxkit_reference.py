@@ -19,11 +19,11 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from ctxsim.engine import Replayer, Setup
 from ctxsim.model import Message, Session, ToolCall, Trace
 from ctxsim.policies.clear import STUBS
 from ctxsim.policies.spec import resolve
 from ctxsim.presets import presets
+from ctxsim.replay.engine import Replayer, Setup
 from ctxsim.summarizers.extractive import ExtractiveSummarizer
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import MessageSizer

@@ -1,4 +1,4 @@
-"""Hypothesis properties of the engine and meter (DESIGN.md section 9)."""
+"""Hypothesis properties of the engine and meter."""
 
 from __future__ import annotations
 

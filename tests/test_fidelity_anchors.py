@@ -12,10 +12,10 @@ from pathlib import Path
 
 from ctxsim.analysis.calibrate import BASE_FRAMING, calibration, with_provider_rules
 from ctxsim.analysis.validate import validate
-from ctxsim.engine import Replayer, Setup
 from ctxsim.formats import read_traces
 from ctxsim.model import Message, Session, Trace, Usage, format_ts
 from ctxsim.policies import Stages, parse_policy
+from ctxsim.replay.engine import Replayer, Setup
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import Framing, MessageSizer
 

@@ -17,11 +17,11 @@ import pytest
 from typer.testing import CliRunner
 
 from ctxsim.cli import app
-from ctxsim.engine import Replayer, Setup
 from ctxsim.errors import CtxsimError, TraceError
 from ctxsim.formats import FileReport, formats, locate, read_trace, read_traces
 from ctxsim.model import Message, ToolCall, Usage
 from ctxsim.policies import parse_policy
+from ctxsim.replay.engine import Replayer, Setup
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import MessageSizer
 

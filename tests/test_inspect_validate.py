@@ -203,8 +203,8 @@ def openai_reasoning_trace() -> Trace:
 
 
 def test_validate_applies_the_provider_reasoning_rule():
-    from ctxsim.engine import Replayer, Setup
     from ctxsim.policies import parse_policy
+    from ctxsim.replay.engine import Replayer, Setup
     from ctxsim.tokens import TokenCounter, get_tokenizer
     from ctxsim.tokens.counting import MessageSizer
 
@@ -245,7 +245,7 @@ def test_validate_cli(tmp_path: Path):
 
 def test_calibrated_gives_what_a_replay_needs():
     from ctxsim.analysis.calibrate import calibrated
-    from ctxsim.engine import Setup
+    from ctxsim.replay.engine import Setup
 
     trace, framing, setup, cal = calibrated(synthetic_trace(), "chars4", setup=Setup(window=100_000))
     assert cal is not None and setup.window == 100_000 and setup.hidden_prefix_tokens == SUB_PREFIX

@@ -7,7 +7,6 @@ from decimal import Decimal
 
 import pytest
 
-from ctxsim.engine import Replayer, Setup
 from ctxsim.errors import CtxsimError
 from ctxsim.loss import TraceIndex, metered_run
 from ctxsim.loss.identifiers import extract, message_identifiers
@@ -15,6 +14,7 @@ from ctxsim.loss.meter import from_json, shown, to_json
 from ctxsim.loss.probes import ProbeSet, load_file, probe, probe_set
 from ctxsim.model import Message, Session, ToolCall, Trace
 from ctxsim.policies.spec import resolve
+from ctxsim.replay.engine import Replayer, Setup
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import MessageSizer
 
@@ -126,7 +126,7 @@ def test_refetches_each_source_once_until_a_result_is_removed_again() -> None:
     assert loss.refetch_cost_usd > 0
     row = next(r for r in run.rows if r.request == 4)
     replayer_pricer = Replayer(known_trace(), MessageSizer(TokenCounter(get_tokenizer("chars4"))), Setup()).pricer
-    from ctxsim.pricing import Bill
+    from ctxsim.pricing.prices import Bill
 
     first = replayer_pricer.cost(Bill(row.input_tokens + loss.refetches[0].tokens, row.input_tokens,
                                       loss.refetches[0].tokens, 0, 50), None)

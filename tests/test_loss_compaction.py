@@ -3,10 +3,9 @@ sessions; what a simulated model summary keeps; redaction makes loss unknown; si
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ctxsim.engine import Replayer, Setup
 from ctxsim.loss import TraceIndex, metered_run
 from ctxsim.loss.compaction import (
     CompactionLoss,
@@ -23,6 +22,7 @@ from ctxsim.loss.kinds import RETAINED, kept_by_summary
 from ctxsim.loss.observed import Observed, Refetch, Target, detector, detectors
 from ctxsim.model import Event, Message, Session, ToolCall, Trace
 from ctxsim.policies.spec import resolve
+from ctxsim.replay.engine import Replayer, Setup
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import MessageSizer
 
@@ -130,6 +130,7 @@ def test_a_reread_is_never_negative_nor_more_than_the_source(source: int, produc
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sizes=st.lists(st.integers(-5_000, 5_000), min_size=2, max_size=6), keep=st.integers(0, 2))
+@example(sizes=[14, -2898], keep=0)  # a prompt sized below zero once priced a re-fetch at -$0.0000003
 def test_no_size_is_negative_in_a_metered_run(sizes: list[int], keep: int) -> None:
     """Tool results whose counted size is negative (a calibration's overhead can make it so) still give re-fetches
     and misses of no negative size."""
@@ -187,3 +188,30 @@ def test_a_product_clearing_is_listed_with_what_was_refetched_after_it() -> None
     [cleared] = clearings(Trace("t", (whole,)), "chars4")
     assert cleared["session"] == "w" and cleared["observed"]["refetches"] == 1
     assert clearings(compacted(), "chars4") == []
+
+
+def test_compare_says_how_the_meter_scored_beside_its_verdict_only_where_there_were_compactions(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """compare meters loss by default: on a trace that recorded a product compaction, its notes and run.json say
+    how the meter scored there; a trace with none keeps its artefact as it was (no key)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from ctxsim.cli import app
+    from ctxsim.formats import native
+
+    def compare(trace: Trace, name: str) -> tuple[str, dict]:
+        path = tmp_path / f"{name}.jsonl"
+        with path.open("w") as out:
+            native.write(trace, out)
+        run = CliRunner().invoke(app, ["compare", str(path), "--policies", "none,clear", "--tokenizer", "chars4",
+                                       "--no-calibrate", "--model", "claude-sonnet-4-5", "-o",
+                                       str(tmp_path / f"{name}.json")])
+        assert run.exit_code == 0, run.output
+        return run.stdout, json.loads((tmp_path / f"{name}.json").read_text())
+
+    said, artefact = compare(compacted(), "compacted")
+    assert "note: on your own compactions, loss meter on 1 of 1 recorded compaction(s)" in said
+    assert artefact["manifest"]["loss"]["meter_scored"]["observed_refetches"] == 1
+    said, artefact = compare(Trace("t", (compacted().sessions[0],)), "alone")
+    assert "on your own compactions" not in said and "meter_scored" not in artefact["manifest"]["loss"]

@@ -87,9 +87,9 @@ def test_bulk_removals_count_what_single_removals_count(spec: str, monkeypatch: 
     """The meter counts the identifiers of an edit removing many items down at once (meter.BULK), and of a stub
     replacing one recorded message by what it drops (meter.STUBS): the same misses, removal records and re-fetches
     as when it counts every removed item down and every added one up, one at a time."""
-    from ctxsim.engine import Replayer, Setup
     from ctxsim.loss import TraceIndex, meter, metered_run
     from ctxsim.policies.spec import resolve
+    from ctxsim.replay.engine import Replayer, Setup
     from ctxsim.tokens import TokenCounter, get_tokenizer
     from ctxsim.tokens.counting import MessageSizer
 

@@ -12,13 +12,13 @@ import pytest
 from test_loss import known_trace
 from typer.testing import CliRunner
 
-from ctxsim.api import Options, replay_choices
 from ctxsim.cli import app
 from ctxsim.formats import native
 from ctxsim.loss.verdict import allowance, cost_with_refetch, starred
 from ctxsim.policies.spec import resolve
+from ctxsim.replay.api import Options, replay_choices
+from ctxsim.replay.run import RunResult
 from ctxsim.reports._compare_table import compare_table
-from ctxsim.run import RunResult
 
 SPECS = ["none", "clear:trigger=0,keep=1", "mask:keep=1",
          "compact:trigger=400,compact_above=0,keep_recent=2,clear_at_least=0"]
@@ -172,10 +172,10 @@ def test_no_star_anywhere_when_no_run_is_within_its_allowance(tmp_path: Path) ->
 def test_a_compare_builds_each_session_index_once_for_the_meter_and_the_oracle(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The oracle (a run, or a stage of a pipeline) reads the loss meter's index instead of building its own."""
-    from ctxsim.api import Options, replay_choices
     from ctxsim.loss import index as index_module
     from ctxsim.policies import oracle
     from ctxsim.policies.spec import resolve
+    from ctxsim.replay.api import Options, replay_choices
     from ctxsim.synth import synthesize
 
     trace = synthesize("coding", turns=30, seed=4)

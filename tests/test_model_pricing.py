@@ -18,10 +18,10 @@ from typer.testing import CliRunner
 
 from ctxsim.analysis.validate import validate
 from ctxsim.cli import app
-from ctxsim.engine import Replayer, Setup
 from ctxsim.formats import native
 from ctxsim.model import Message, Session, Trace, Usage, format_ts
-from ctxsim.recorded import recorded_of
+from ctxsim.replay.engine import Replayer, Setup
+from ctxsim.replay.recorded import recorded_of
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import MessageSizer
 

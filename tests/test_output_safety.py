@@ -477,7 +477,7 @@ def test_killed_mid_bundle_the_leftover_is_removed_by_the_next_run(tmp_path: Pat
 
 WORKER_CHILD = textwrap.dedent("""
     import os, sys, time
-    import ctxsim.api as api
+    import ctxsim.replay.api as api
 
     parent = os.getpid()
     real = api.run_ordered
@@ -564,9 +564,9 @@ def _boom(*args: object, **kwargs: object) -> None:
 
 
 def test_an_unexpected_exception_is_one_line_naming_the_input(trace: Path, monkeypatch: pytest.MonkeyPatch):
-    import ctxsim.api
+    import ctxsim.replay.api
 
-    monkeypatch.setattr(ctxsim.api, "replay_trace", _boom)
+    monkeypatch.setattr(ctxsim.replay.api, "replay_trace", _boom)
     line = one_error_line(invoke("replay", trace), "internal error in ctxsim replay", str(trace), "RuntimeError",
                           "bug", "--debug", "CTXSIM_DEBUG=1")
     assert "SECRET" not in line  # the type and the place, never the message
@@ -574,9 +574,9 @@ def test_an_unexpected_exception_is_one_line_naming_the_input(trace: Path, monke
 
 
 def test_debug_shows_the_traceback(trace: Path, monkeypatch: pytest.MonkeyPatch):
-    import ctxsim.api
+    import ctxsim.replay.api
 
-    monkeypatch.setattr(ctxsim.api, "replay_trace", _boom)
+    monkeypatch.setattr(ctxsim.replay.api, "replay_trace", _boom)
     for res in (invoke("--debug", "replay", trace), invoke("replay", trace, env={"CTXSIM_DEBUG": "1"})):
         assert res.exit_code == 2
         assert "Traceback (most recent call last)" in res.stderr and "RuntimeError" in res.stderr
@@ -585,12 +585,12 @@ def test_debug_shows_the_traceback(trace: Path, monkeypatch: pytest.MonkeyPatch)
 
 def test_an_eof_error_is_not_abort_exit_1(trace: Path, monkeypatch: pytest.MonkeyPatch):
     """click turns an EOFError into `Aborted!` and exit 1 (a broken gzip did that); the guard comes first."""
-    import ctxsim.api
+    import ctxsim.replay.api
 
     def eof(*args: object, **kwargs: object) -> None:
         raise EOFError("Compressed file ended before the end-of-stream marker was reached")
 
-    monkeypatch.setattr(ctxsim.api, "replay_trace", eof)
+    monkeypatch.setattr(ctxsim.replay.api, "replay_trace", eof)
     one_error_line(invoke("replay", trace), "EOFError")
 
 

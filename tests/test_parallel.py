@@ -11,13 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from ctxsim._support.parallel import MIN_PARALLEL_REQUESTS, available_cores, can_fork, plan_jobs, run_ordered
-from ctxsim.api import Options, replay_choices
 from ctxsim.cli import app
 from ctxsim.errors import CtxsimError
 from ctxsim.formats.native import write
 from ctxsim.history import Edit, Splice
 from ctxsim.policies import Context
 from ctxsim.policies.spec import Choice, resolve
+from ctxsim.replay.api import Options, replay_choices
 from ctxsim.synth import synthesize
 
 needs_fork = pytest.mark.skipif(not can_fork(), reason="worker processes need fork (Linux)")
@@ -96,7 +96,7 @@ def test_run_ordered_keeps_task_order_and_reports_each() -> None:
 
 
 def test_heavier_policies_are_handed_out_first() -> None:
-    from ctxsim.policies import replay_weight
+    from ctxsim.replay.plan import replay_weight
 
     weights = {c.label: replay_weight(c.policy) for c in resolve(["none", "scored", "clear", "ctxkit"])}
     assert weights["none"] == 1.0
@@ -310,7 +310,7 @@ def test_work_aside_that_fails_or_dies_is_an_error_here_not_a_hang(tmp_path: Pat
 @needs_fork
 def test_a_loss_metered_compare_on_workers_builds_its_index_aside_with_the_same_artefact(
         trace, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    import ctxsim.api
+    import ctxsim.replay.api
     from ctxsim._support import parallel
 
     alone = replay_choices(trace, "t.jsonl", resolve(SPECS), Options(jobs=1, loss=True))
@@ -320,7 +320,7 @@ def test_a_loss_metered_compare_on_workers_builds_its_index_aside_with_the_same_
         asides.append(jobs)
         return parallel.aside(work, jobs)
 
-    monkeypatch.setattr(ctxsim.api, "aside", counted)
+    monkeypatch.setattr(ctxsim.replay.api, "aside", counted)
     shared = replay_choices(trace, "t.jsonl", resolve(SPECS), Options(jobs=2, loss=True))
     assert asides == [2]
     assert any(run.loss.recall_misses for run in shared.runs)  # type: ignore[union-attr]

@@ -64,7 +64,7 @@ def context(history: History, sizer: MessageSizer, window: int = 200_000) -> Con
 
 def decided(policy: Any, history: History, sizer: MessageSizer) -> tuple:
     """The policy's edits at one request, as the engine resolves them into splices of the history."""
-    from ctxsim.engine import resolve_edit
+    from ctxsim.replay.engine import resolve_edit
 
     return tuple(resolve_edit(history, edit, policy.name) for edit in policy.decide(context(history, sizer)))
 
@@ -565,9 +565,9 @@ def test_scored_following_other_stages_decides_as_starting_over(spec, monkeypatc
     whenever another stage edited it and files only when over the budget."""
     from dataclasses import replace as dc_replace
 
-    from ctxsim.api import Options, replay_choices
     from ctxsim.policies.scored import ScoredPolicy
     from ctxsim.policies.spec import resolve
+    from ctxsim.replay.api import Options, replay_choices
     from ctxsim.synth import synthesize
 
     trace = synthesize("coding", turns=200, seed=5)

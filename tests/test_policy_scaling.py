@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-import ctxsim.engine as engine
+import ctxsim.replay.engine as engine
 from ctxsim.history import History
 from ctxsim.model import Trace
 from ctxsim.policies import NoParams, policies

@@ -95,7 +95,7 @@ def test_compare_cli_table_and_bad_policy(tmp_path: Path, tiny_records):
 
 
 def test_compare_output_json_file_is_the_run_artefact_alone(tmp_path: Path, tiny_records):
-    from ctxsim.run import RunResult
+    from ctxsim.replay.run import RunResult
 
     trace = write_jsonl(tmp_path / "t.jsonl", tiny_records)
     out = tmp_path / "runs" / "main.json"

@@ -23,9 +23,9 @@ from ctxsim.analysis.calibrate import calibration
 from ctxsim.analysis.predict import predict, score_blocks, split
 from ctxsim.analysis.validate import validate
 from ctxsim.cli import app
-from ctxsim.engine import Replayer, Setup
 from ctxsim.model import Message, Session, Trace, Usage, format_ts
 from ctxsim.policies import parse_policy
+from ctxsim.replay.engine import Replayer, Setup
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import Framing, MessageSizer
 
@@ -186,8 +186,8 @@ def test_validate_cli_shows_both_scores_and_rejects_a_bad_share(tmp_path: Path):
 
 
 def test_replay_and_compare_carry_the_predicted_error_beside_none(tmp_path: Path):
-    from ctxsim.api import replay_trace
     from ctxsim.formats import native as native_format
+    from ctxsim.replay.api import replay_trace
     from ctxsim.reports._terminal import head_lines
 
     path = tmp_path / "billed.jsonl"

@@ -23,7 +23,7 @@ from ctxsim.policies import parse_policy
 from ctxsim.policies.base import Insert, Summarize, View
 from ctxsim.policies.compact import CompactPolicy
 from ctxsim.presets import claude_code, codex, presets
-from ctxsim.pricing import Bill, Pricer
+from ctxsim.pricing.prices import Bill, Pricer
 
 runner = CliRunner()
 SONNET = "claude-sonnet-4-5-20250929"
@@ -122,7 +122,7 @@ def test_summarising_call_billed_from_the_cache_costs_a_third() -> None:
     assert call.input_tokens > view.prompt_tokens and call.cache_read_tokens == view.prefix_tokens(last_answer)
     assert call.cache_write_tokens == call.input_tokens - call.cache_read_tokens
     # the engine prices it as the call says: reads at the cache price
-    from ctxsim.engine import Replayer
+    from ctxsim.replay.engine import Replayer
 
     pricer = Pricer("anthropic", "claude-sonnet-4-5")
     row = Replayer._side_row(None, 1, _session(), call, None, None, 200_000, pricer)  # type: ignore[arg-type]
@@ -351,8 +351,8 @@ def test_server_compaction_iteration_reads_the_cached_prefix() -> None:
 
 
 def test_idle_clear_after_an_hour_keeps_the_newest_five() -> None:
-    from ctxsim.engine import Replayer, Setup
     from ctxsim.model import Session, Trace, format_ts
+    from ctxsim.replay.engine import Replayer, Setup
     from ctxsim.tokens import TokenCounter, get_tokenizer
     from ctxsim.tokens.counting import MessageSizer
 

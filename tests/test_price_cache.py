@@ -1,4 +1,4 @@
-"""The price cache (ctxsim/pricing.py) answers as genai-prices does: every model's cached rates equal
+"""The price cache (ctxsim/pricing/prices.py) answers as genai-prices does: every model's cached rates equal
 genai-prices' own at moments on both sides of each of its price changes, a lookup's answer (or error) is
 kept, and a run with the cache file present does not import genai-prices at all."""
 
@@ -16,9 +16,9 @@ import pytest
 from genai_prices import data_snapshot
 from genai_prices.types import StartDateConstraint, TimeOfDateConstraint
 
-from ctxsim import pricing
 from ctxsim.errors import CtxsimError
-from ctxsim.pricing import _KEYS, Bill, Pricer
+from ctxsim.pricing import prices as pricing
+from ctxsim.pricing.prices import _KEYS, Bill, Pricer
 
 MODELS = [(p, m) for p in data_snapshot.get_snapshot().providers for m in p.models]
 
@@ -167,7 +167,7 @@ def test_an_unwritable_or_disabled_cache_prices_the_same(tmp_path: Path, monkeyp
 
 PROBE = """
 import sys
-from ctxsim.pricing import Bill, Pricer, price_data_version
+from ctxsim.pricing.prices import Bill, Pricer, price_data_version
 p = Pricer("anthropic", "claude-sonnet-4-5-20250929")
 print(p.cost(Bill(300000, 1000, 2000, 3000, 500), 1.77e9), price_data_version(), "genai_prices" in sys.modules)
 """

@@ -84,7 +84,7 @@ def test_gemini_single_document_and_single_line_read_the_same(tmp_path: Path):
 
 def test_gemini_implicit_cache_is_prefix_with_the_models_minimum_from_data():
     from ctxsim.caching import model_rules, rules
-    from ctxsim.engine import default_cache
+    from ctxsim.replay.engine import default_cache
 
     google = rules()["google"]
     assert google["source"].startswith("https://ai.google.dev/") and google["checked"]
@@ -102,8 +102,8 @@ def test_gemini_implicit_cache_is_prefix_with_the_models_minimum_from_data():
 def test_gemini_replay_reads_no_cache_below_the_minimum_and_reads_above_it():
     """Two requests sharing a prefix: 2.5 Pro (minimum 4,096) reads nothing of a ~1k-token prefix;
     2.5 Flash (minimum 1,024) reads it."""
-    from ctxsim.engine import Replayer, Setup
     from ctxsim.policies import parse_policy
+    from ctxsim.replay.engine import Replayer, Setup
     from ctxsim.tokens import TokenCounter, get_tokenizer
     from ctxsim.tokens.counting import MessageSizer
 
@@ -328,8 +328,8 @@ def test_cline_unknown_ui_entries_and_roles_are_skipped_not_fatal(tmp_path: Path
 
 
 def test_otlp_export_of_the_tiny_session_reads_and_replays_like_codex():
-    from ctxsim.engine import Replayer, Setup
     from ctxsim.policies import parse_policy
+    from ctxsim.replay.engine import Replayer, Setup
     from ctxsim.tokens import TokenCounter, get_tokenizer
     from ctxsim.tokens.counting import MessageSizer
 

@@ -24,8 +24,8 @@ from typer.testing import CliRunner
 from ctxsim.cli import app
 from ctxsim.formats import native, read_traces
 from ctxsim.model import Message, Session, Trace, Usage, format_ts
-from ctxsim.recorded import recorded_of
-from ctxsim.run import RunResult
+from ctxsim.replay.recorded import recorded_of
+from ctxsim.replay.run import RunResult
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import Framing, MessageSizer
 
@@ -270,7 +270,7 @@ def test_replay_none_costs_what_validate_simulates(tmp_path: Path) -> None:
     assert Decimal(none["cost_usd"]) == Decimal(validated["cost_usd"]["simulated"])
     assert none["input_tokens"] == validated["totals"]["input"]["simulated"]
     # without the provider's rule the replay sends more: the agreement above is not a coincidence
-    from ctxsim.api import Options, replay_trace
+    from ctxsim.replay.api import Options, replay_trace
 
     kept = replay_trace(str(path), ["none"], options=Options(calibrate=True, provider_rules=False))
     assert kept.runs[0].totals.input_tokens > none["input_tokens"]

@@ -1,4 +1,4 @@
-"""Redaction: every rule of ctxsim.redact, and no trace content in any command's output unless asked.
+"""Redaction: every rule of ctxsim._support.redact, and no trace content in any command's output unless asked.
 
 The sweep runs every command that reads a trace (and the ones that read what they wrote) on a trace with
 secrets in the system prompt, user text, thinking, tool arguments, tool output and a tool schema, and
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from ctxsim._support.redact import RULES, preview, redact
 from ctxsim.cli import app
-from ctxsim.redact import RULES, preview, redact
 
 # Fake credentials, each of the shape its provider issues (none is real).
 OPENAI = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7dEf0h"

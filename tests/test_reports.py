@@ -22,11 +22,11 @@ from typer.testing import CliRunner
 from ctxsim.cli import app
 from ctxsim.composition import Composition
 from ctxsim.errors import CtxsimError
-from ctxsim.meter import EventRecord
+from ctxsim.replay.meter import EventRecord
+from ctxsim.replay.run import RunResult
 from ctxsim.reports import FORMATS, Options, charts, render, reports, write_bundle, write_file
 from ctxsim.reports._common import dumps_run, load_run, thresholds
 from ctxsim.reports.pareto import pareto_front
-from ctxsim.run import RunResult
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT / "traces" / "billing-session.jsonl"
@@ -38,7 +38,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The shipped trace replayed under none and clear, saved as run.json."""
-    from ctxsim.api import replay_trace
+    from ctxsim.replay.api import replay_trace
 
     path = tmp_path_factory.mktemp("run") / "run.json"
     replay_trace(str(TRACE), ["none", CLEAR]).save(path)
@@ -53,7 +53,7 @@ def result(saved: Path) -> RunResult:
 @pytest.fixture(scope="module")
 def with_composition(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The same trace replayed with a cheap tokenizer; the engine records the composition block."""
-    from ctxsim.api import Options, replay_trace
+    from ctxsim.replay.api import Options, replay_trace
 
     path = tmp_path_factory.mktemp("comp") / "run.json"
     write_file(path, dumps_run(replay_trace(str(TRACE), ["none", CLEAR], options=Options(tokenizer="chars4"))))
@@ -227,7 +227,7 @@ def test_killed_mid_write_leaves_the_old_file(tmp_path: Path, result: RunResult)
         import ctxsim.reports as reports
         from ctxsim.reports import render, write_file
         from ctxsim.reports._common import load_run
-        from ctxsim.run import RunResult
+        from ctxsim.replay.run import RunResult
 
         real = reports.atomic_write
 
@@ -537,9 +537,9 @@ def test_progress_draws_on_a_terminal_only(capsys):
 
 
 def test_progress_callback_fits_the_engine(capsys):
-    from ctxsim.engine import Replayer
     from ctxsim.formats import read_trace
     from ctxsim.policies import parse_policy
+    from ctxsim.replay.engine import Replayer
     from ctxsim.reports._progress import progress_bar
     from ctxsim.tokens import TokenCounter, get_tokenizer
     from ctxsim.tokens.counting import MessageSizer
@@ -566,7 +566,7 @@ def test_event_kinds_are_marked(result: RunResult):
 
 def test_diff_pairs_one_policy_each_side_whatever_their_labels(tmp_path: Path):
     """main's config against a PR's: one run each, different labels, still compared and gated."""
-    from ctxsim.api import replay_trace
+    from ctxsim.replay.api import replay_trace
 
     base, new = tmp_path / "base.json", tmp_path / "new.json"
     replay_trace(str(TRACE), ["clear:trigger=60000"]).save(base)
@@ -806,8 +806,8 @@ def test_a_saving_against_an_overflowing_baseline_says_so(result: RunResult):
 def test_markdown_stays_under_the_comment_limit_on_a_long_trace(tmp_path: Path):
     """A 300-turn synthetic trace under four policies (the 2,400-turn one, scaled down to keep the test
     fast); the budget is checked at the real limit and at a limit scaled down with it."""
-    from ctxsim.api import Options as RunOptions
-    from ctxsim.api import replay_trace
+    from ctxsim.replay.api import Options as RunOptions
+    from ctxsim.replay.api import replay_trace
 
     trace = tmp_path / "long.jsonl"
     assert invoke("synth", "--turns", "300", "--seed", "3", "-o", trace).exit_code == 0

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from ctxsim.api import replay_trace
 from ctxsim.errors import TraceError
 from ctxsim.formats import native, read_traces
 from ctxsim.formats.native import stream_trace
+from ctxsim.replay.api import replay_trace
 from ctxsim.synth import synthesize
 
 POLICIES = ["none", "compact:trigger=3000,compact_above=2000,clear_at_least=1000", "clear:trigger=2000",

@@ -16,13 +16,13 @@ from ctxsim.cli import app
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import native
 from ctxsim.model import Trace, Usage
-from ctxsim.sweep import Budget, parse_budgets
+from ctxsim.replay.budgets import Budget, parse_budgets
 from ctxsim.synth import synthesize
 
 WINDOW = 40_000  # small, so that some sessions pass window - reserve (20,000) under `none`
 POLICIES = "clear,compact,truncate"
 BUDGETS = "12k,50%"
-# the explicit specs a budget stands for (module docstring of ctxsim.sweep), written out by hand
+# the explicit specs a budget stands for (module docstring of ctxsim.replay.sweep), written out by hand
 EXPLICIT = {
     ("none", "-"): "none",
     ("clear", "12k"): "clear:trigger=12000",
@@ -99,7 +99,7 @@ def test_table_equals_separate_compares_of_each_trace(corpus: Path, tmp_path: Pa
         done = runner.invoke(app, ["compare", trace, "--policies", specs, "--window", str(WINDOW), "-j", "1",
                                    "-o", str(run_file)])
         assert done.exit_code == 0, done.output
-        from ctxsim.run import RunResult
+        from ctxsim.replay.run import RunResult
 
         runs = {r.policy["label"]: r for r in RunResult.load(run_file).runs}  # any schema the artefact has
         for key, spec in EXPLICIT.items():
@@ -264,8 +264,8 @@ def test_bad_input_is_one_line_exit_2(corpus: Path, tmp_path: Path):
 
 
 def test_a_trace_that_changes_is_an_error_not_a_wrong_cell(corpus: Path, tmp_path: Path):
-    from ctxsim.api import Options
-    from ctxsim.sweep import execute, plan
+    from ctxsim.replay.api import Options
+    from ctxsim.replay.sweep import execute, plan
 
     trace = tmp_path / "t.jsonl"
     trace.write_bytes((corpus / "a" / "s1.jsonl").read_bytes())
@@ -279,7 +279,7 @@ def test_a_trace_that_changes_is_an_error_not_a_wrong_cell(corpus: Path, tmp_pat
 def test_a_budget_sets_each_familys_threshold_in_a_fresh_policy():
     from ctxsim.policies import effective
     from ctxsim.policies.spec import resolve
-    from ctxsim.sweep import takes_budget, with_budget
+    from ctxsim.replay.budgets import takes_budget, with_budget
 
     pipeline = resolve(["clear:trigger=155000,keep=3+compact:headroom_tokens=45000,summarizer=llm"])[0].policy
     before = effective(pipeline)

@@ -13,12 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from ctxsim.cli import app
-from ctxsim.engine import Replayer, Setup
 from ctxsim.formats import native, read_traces
 from ctxsim.loss import SCHEMA, TraceIndex, metered_run
 from ctxsim.model import Message, Session, ToolCall, Trace
 from ctxsim.policies.spec import resolve
-from ctxsim.sweep import LOSS_SCHEMA
+from ctxsim.replay.engine import Replayer, Setup
+from ctxsim.replay.sweep import LOSS_SCHEMA
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import MessageSizer
 
@@ -141,11 +141,12 @@ def test_one_process_a_pool_and_a_dask_cluster_agree_on_the_loss(corpus: Path, t
 
 def test_cells_swept_before_the_loss_columns_are_run_again(corpus: Path) -> None:
     """The loss rules are part of a cell's id: a resumed folder written without them does not mix in."""
-    from ctxsim.sweep import AS_WRITTEN, PolicyEntry, cell_id
+    from ctxsim.replay.budgets import AS_WRITTEN
+    from ctxsim.replay.sweep import PolicyEntry, cell_id
 
     entry = PolicyEntry("none", "none", {"name": "none", "params": {}}, False)
     key = cell_id("sha256:x", entry, AS_WRITTEN, {"a": 1}, "prices")
-    from ctxsim import sweep
+    from ctxsim.replay import sweep
 
     old = sweep.LOSS_SCHEMA
     try:

@@ -34,7 +34,7 @@ def test_fit_keeps_the_first_priorities_in_their_order_within_the_width() -> Non
 
 
 def test_priority_names_every_compare_column() -> None:
-    from ctxsim.api import replay_trace
+    from ctxsim.replay.api import replay_trace
     from ctxsim.reports._compare_table import compare_table
 
     headers = compare_table(replay_trace(TRACE, ["none"])).headers
@@ -141,7 +141,7 @@ def test_a_narrow_terminal_wraps_labels_and_never_cuts_a_number() -> None:
 
 
 def test_the_calibration_line_is_short_and_its_notes_are_notes_of_their_own() -> None:
-    from ctxsim.recorded import calibration_line, calibration_notes
+    from ctxsim.replay.recorded import calibration_line, calibration_notes
 
     manifest = {"calibration": {"applied": True, "scale": 1.1, "message_tokens": 16, "hidden_prefix_tokens": 8067,
                                 "requests_used": 60, "notes": ["first thing said", "second thing said"]}}

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ctxsim.api import Options
 from ctxsim.cli import app
 from ctxsim.formats import native
 from ctxsim.model import Message, Session, ToolCall, Trace
 from ctxsim.policies.spec import resolve
+from ctxsim.replay.api import Options
 
 BUDGET = "6000"
 
@@ -111,8 +111,8 @@ def test_the_recommendation_is_the_cheapest_feasible_within_the_misses(tuned: tu
 
 
 def test_the_recommended_policy_file_replays_to_the_same_numbers(trace: Path, tuned: tuple[Path, str]) -> None:
-    from ctxsim import tune as tuning
-    from ctxsim.sweep import parse_budgets
+    from ctxsim.replay.budgets import parse_budgets
+    from ctxsim.tune import search as tuning
 
     out, _ = tuned
     (chosen,) = [r for r in rows(out.with_name("clear.trials.csv")) if r["recommended"] == "true"]

@@ -14,9 +14,11 @@ from ctxsim.cli import app
 from ctxsim.errors import ParameterError
 from ctxsim.policies import make_policy, policies
 from ctxsim.policies.spec import resolve
-from ctxsim.tune import Measured, Outcome, Target, Trial
-from ctxsim.tune_out import context_management, json_text, table, toml_text, trials_csv
-from ctxsim.tune_space import SPACES, Rel, Same, concrete, grid_size, settings, shown
+from ctxsim.tune.outputs import context_management, json_text, table, toml_text, trials_csv
+from ctxsim.tune.search import Measured, Outcome, Target, Trial
+from ctxsim.tune.space import Rel, Same, concrete, grid_size, settings, shown, spaces
+
+SPACES = spaces()  # as the policies declare them in their registrations
 
 
 @pytest.mark.parametrize("family", sorted(SPACES))

@@ -1,11 +1,13 @@
 """docs/write-a-policy.md runs as written: its policy module (imported from a file, as a user's package
 would be) registers `dedupe` against the contract of ctxsim/policies/base.py alone, and replaying small
-sessions shows its edits: which messages become notices, at which request."""
+sessions shows its edits: which messages become notices, at which request; what its registration declares
+puts it in `sweep --budgets` and `tune --family`."""
 
 from __future__ import annotations
 
 import ast
 import importlib
+import json
 import re
 import sys
 from collections.abc import Iterator
@@ -78,17 +80,18 @@ def _recording(policy):  # type: ignore[no-untyped-def]
     return policy, seen
 
 
-def test_the_policy_block_is_under_60_lines_and_uses_only_the_contract():
+def test_the_policy_block_is_under_70_lines_and_uses_only_the_contract():
     code = _blocks("python")[0]
-    assert len(code.splitlines()) < 60
+    assert len(code.splitlines()) < 70
     tree = ast.parse(code)
     imported = {(node.module, alias.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
                 for alias in node.names}
     ctxsim_names = {(m, n) for m, n in imported if m and m.startswith("ctxsim")}
     assert {n for m, n in ctxsim_names if m == "ctxsim.policies.base"} <= set(base.__all__)
-    # besides the contract: only registration and the parameters' documentation
+    # besides the contract: only registration, the parameters' documentation and the searched thresholds
     assert {(m, n) for m, n in ctxsim_names if m != "ctxsim.policies.base"} == {
-        ("ctxsim.policies", "PolicyInfo"), ("ctxsim.policies", "register"), ("ctxsim.params", "field_doc")}
+        ("ctxsim.policies", "PolicyInfo"), ("ctxsim.policies", "register"), ("ctxsim.params", "field_doc"),
+        ("ctxsim.params", "TRIGGERS")}
     assert ".history" not in code and "._" not in code  # no history internals, nothing private
 
 
@@ -151,3 +154,41 @@ def test_the_pages_python_api_block_runs(dedupe: ModuleType, capsys: pytest.Capt
     exec(compile(_blocks("python")[1], str(PAGE), "exec"), {"__name__": "page"})
     out = capsys.readouterr().out
     assert "dedupe:min_tokens=50" in out and re.search(r"\d+\s+dedupe\s+1\s", out)
+
+
+def _trace_file(path: Path) -> Path:
+    """A native trace of two sessions whose tool outputs repeat (the sessions of the test above)."""
+    from ctxsim.formats.native import write
+
+    first = _session("s1", [("read_file", FILE), ("bash", STATUS), ("read_file", FILE), ("read_file", FILE)])
+    second = _session("s2", [("bash", STATUS), ("read_file", FILE), ("bash", STATUS)])
+    with path.open("w", encoding="utf-8") as out:
+        write(Trace("t", (first, second)), out)
+    return path
+
+
+def test_sweep_budgets_set_the_pages_trigger(dedupe: ModuleType, tmp_path: Path):
+    trace = _trace_file(tmp_path / "repeats.jsonl")
+    done = CliRunner().invoke(app, ["sweep", str(trace), "--policies", "none,dedupe", "--budgets", "1k,3k",
+                                    "--window", "8000", "--tokenizer", "chars4", "--no-loss", "-j", "1", "--json"])
+    assert done.exit_code == 0, done.output
+    manifest = json.loads(done.output)["manifest"]
+    entry = next(p for p in manifest["policies"] if p["label"] == "dedupe")
+    assert entry["takes_budget"] and manifest["budget_params"]["dedupe"] == "trigger"
+    assert {label: cell["trigger"] for label, cell in entry["cells"].items()} == {"1k": 1_000, "3k": 3_000}
+    assert {row["budget"] for row in json.loads(done.output)["policies"] if row["policy"] == "dedupe"} == {"1k", "3k"}
+
+
+def test_tune_searches_the_pages_space(dedupe: ModuleType, tmp_path: Path):
+    trace = _trace_file(tmp_path / "repeats.jsonl")
+    done = CliRunner().invoke(app, ["tune", str(trace), "--family", "dedupe", "--trials", "4", "--seed", "2",
+                                    "--budget", "4k", "--tokenizer", "chars4", "--all", "--json", "-j", "1"])
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.output)
+    assert data["family"] == "dedupe" and data["how"] == "random: 4 of 24 settings (seed 2)"
+    for trial in data["trials"]:
+        values, params = trial["values"], trial["params"][0]
+        assert set(values) == {"trigger", "min_tokens"} and params["min_tokens"] in (50, 100, 500)
+        # a threshold is a fraction of the limit, the --budget
+        assert params["trigger"] == max(1, int(values["trigger"]["fraction_of_limit"] * 4_000))
+    assert data["limit_tokens"] == [4_000]

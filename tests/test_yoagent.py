@@ -11,12 +11,12 @@ from __future__ import annotations
 import pytest
 
 from ctxsim.caching.rendered import common_prefix, render
-from ctxsim.engine import Replayer, Setup
 from ctxsim.model import Message, ToolCall
 from ctxsim.policies import parse_policy
 from ctxsim.policies.tiered import TieredPolicy, f32
 from ctxsim.presets import presets
 from ctxsim.presets.yoagent import FRAMING, PRESET, PUBLISHED, Stages, replay_yoagent, sizer
+from ctxsim.replay.engine import Replayer, Setup
 from ctxsim.synth import synthesize
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import MessageSizer

@@ -1,1 +1,2 @@
-"""Support the pipeline leans on but that is not part of it: files, processes, memos, the collector."""
+"""Support the pipeline leans on but that is not part of it: files, processes, memos, the collector,
+the redaction of secrets in what is shown."""

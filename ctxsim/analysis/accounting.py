@@ -25,11 +25,11 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from decimal import Decimal
 from typing import Any
 
-from ctxsim.analysis.inspect import Totals, _Prices, totals_of
+from ctxsim.analysis.inspect import Prices, Totals, totals_of
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import FileReport, read_traces
 from ctxsim.model import Session, Trace
-from ctxsim.pricing import Bill
+from ctxsim.pricing.prices import Bill
 
 KEYS = ("day", "week", "month", "session", "project", "model", "block")
 BLOCK_S = 5 * 3600
@@ -115,7 +115,7 @@ def _logical(session: Session) -> str:
 # ---------------------------------------------------------------- reading
 
 
-def charges_of(trace: Trace, path: str, source: str, prices: _Prices, seen: set[int],
+def charges_of(trace: Trace, path: str, source: str, prices: Prices, seen: set[int],
                home: str | None) -> Iterator[Charge]:
     for session in trace.sessions:
         project = project_of(path, session, source, home)
@@ -161,7 +161,7 @@ def read_corpus(inputs: Iterable[tuple[str, str | None]], skip_bad_lines: bool =
     """Read each (path, format or None) one at a time into small charges; the trace is dropped after each."""
     from ctxsim.analysis.cache_breaks import breaks_of
 
-    prices = _Prices()
+    prices = Prices()
     found: list[Any] = []
     seen: set[int] = set()
     charges: list[Charge] = []
@@ -309,15 +309,15 @@ def report_json(corpus: Corpus, charges: list[Charge], by: str | None, tz: tzinf
 
 def report_tables(corpus: Corpus, charges: list[Charge], by: str | None, tz: tzinfo, since: date | None,
                   until: date | None, untimed: int) -> tuple[list[Any], list[str]]:
-    from ctxsim.analysis.inspect import _money, _n
+    from ctxsim.analysis.inspect import num, usd
     from ctxsim.reports._terminal import TableData
 
     head = ["requests", "input", "write 5m", "write 1h", "read", "output", "hit rate", "cost"]
 
     def row(t: Totals) -> list[str]:
-        return [_n(t.requests), _n(t.input_tokens), _n(t.cache_write_5m_tokens), _n(t.cache_write_1h_tokens),
-                _n(t.cache_read_tokens), _n(t.output_tokens), f"{t.hit_rate * 100:.1f}%",
-                _money(t.cost_usd) + (f" ({t.unpriced_requests} unpriced)" if t.unpriced_requests else "")]
+        return [num(t.requests), num(t.input_tokens), num(t.cache_write_5m_tokens), num(t.cache_write_1h_tokens),
+                num(t.cache_read_tokens), num(t.output_tokens), f"{t.hit_rate * 100:.1f}%",
+                usd(t.cost_usd) + (f" ({t.unpriced_requests} unpriced)" if t.unpriced_requests else "")]
 
     whole = totals(charges)
     out = []

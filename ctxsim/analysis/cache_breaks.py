@@ -29,7 +29,7 @@ from decimal import Decimal
 from typing import Any
 
 from ctxsim.model import Message, Session, Trace
-from ctxsim.pricing import Bill, Pricer
+from ctxsim.pricing.prices import Bill, Pricer
 
 TOLERANCE_TOKENS = 1024  # Anthropic's smallest cacheable prefix; OpenAI caches in 128-token steps past 1,024
 TTL_5M_S = 300.0
@@ -70,7 +70,7 @@ def _human(m: Message) -> bool:
         and not m.extra.get("is_meta")
 
 
-def _duration(seconds: float | None) -> str:
+def span(seconds: float | None) -> str:
     """A gap as people say it: 42s, 17 min, 2.5 h (validate's lines use it too)."""
     if seconds is None:
         return "?"
@@ -100,9 +100,9 @@ def rebilled(pricer: Pricer | None, m: Message, lost: int) -> Decimal | None:
 
 def breaks_of(trace: Trace, names: dict[str, str] | None = None, prices: Any = None) -> list[Break]:
     """Every cache break in the trace's sessions (a session continuing another carries its cache on)."""
-    from ctxsim.analysis.inspect import _Prices
+    from ctxsim.analysis.inspect import Prices
 
-    prices = prices or _Prices()
+    prices = prices or Prices()
     last_of: dict[str, _Last] = {}
     out: list[Break] = []
     for session in trace.sessions:
@@ -146,8 +146,8 @@ def _session_breaks(session: Session, name: str, last_of: dict[str, _Last], pric
                 elif prev.model and model and prev.model != model:
                     cause, detail = "model switch", f"{prev.model} -> {model}"
                 elif gap is not None and gap > ttl:
-                    cause, detail = "ttl", (f"{_duration(gap)} since the previous request, past the "
-                                            f"{_duration(ttl)} cache lifetime")
+                    cause, detail = "ttl", (f"{span(gap)} since the previous request, past the "
+                                            f"{span(ttl)} cache lifetime")
                 elif rewrite is not None:
                     cause, detail = "edit", (f"edit at message {rewrite.position + 1}: the log records a "
                                              f"{rewrite.name} there")
@@ -162,7 +162,7 @@ def _session_breaks(session: Session, name: str, last_of: dict[str, _Last], pric
                                                  "not tell)")
                 else:
                     cause = "provider miss"
-                    detail = ((f"{_duration(gap)} after the previous request, " if gap is not None else "")
+                    detail = ((f"{span(gap)} after the previous request, " if gap is not None else "")
                               + "the prompt only grew: nothing in the log explains it"
                               + (f" (the read stopped at {u.cache_read_tokens:,} tokens: a prefix such as the "
                                  "system prompt and tools stayed cached, what followed was evicted or changed "
@@ -210,17 +210,17 @@ def breaks_json(breaks: list[Break]) -> dict[str, Any]:
 
 
 def breaks_tables(breaks: list[Break]) -> list[Any]:
-    from ctxsim.analysis.inspect import _money, _n
+    from ctxsim.analysis.inspect import num, usd
     from ctxsim.reports._terminal import TableData
 
-    rows = [[b.session, _n(b.request), (b.ts or "")[:19].replace("T", " "), b.cause, _n(b.cacheable_tokens),
-             _n(b.read_tokens), _n(b.lost_tokens), _money(b.rebilled_usd), b.detail] for b in breaks]
+    rows = [[b.session, num(b.request), (b.ts or "")[:19].replace("T", " "), b.cause, num(b.cacheable_tokens),
+             num(b.read_tokens), num(b.lost_tokens), usd(b.rebilled_usd), b.detail] for b in breaks]
     causes = per_cause(breaks)
     total = sum((c["rebilled_usd"] for c in causes.values()), Decimal(0))
-    summary = [[cause, _n(v["breaks"]), _n(v["lost_tokens"]),
-                _money(v["rebilled_usd"]) + (f" ({v['unpriced']} unpriced)" if v["unpriced"] else "")]
+    summary = [[cause, num(v["breaks"]), num(v["lost_tokens"]),
+                usd(v["rebilled_usd"]) + (f" ({v['unpriced']} unpriced)" if v["unpriced"] else "")]
                for cause, v in causes.items()]
-    summary.append(["total", _n(len(breaks)), _n(sum(b.lost_tokens for b in breaks)), _money(total)])
+    summary.append(["total", num(len(breaks)), num(sum(b.lost_tokens for b in breaks)), usd(total)])
     return [TableData("cache breaks (a read short of the previous prompt by more than "
                       f"{TOLERANCE_TOKENS:,} tokens)", ["session", "req", "time (UTC)", "cause", "cacheable", "read",
                                                          "lost", "re-billed", "why"], rows, left=1),

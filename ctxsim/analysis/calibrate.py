@@ -76,18 +76,18 @@ from statistics import median
 from typing import Any
 
 from ctxsim.analysis import cache_anchor
+from ctxsim.analysis.growth import GROWTH
 from ctxsim.caching.recorded import FACTS_KEY
-from ctxsim.engine import Replayer, Setup, resolve
 from ctxsim.history import Item
 from ctxsim.model import Message, Session, Trace, Usage
 from ctxsim.policies import NoParams, Policy, Stages, parse_policy
 from ctxsim.policies.base import Edit, Replace, View
-from ctxsim.pricing import Bill, Pricer
+from ctxsim.pricing.prices import Bill, Pricer
+from ctxsim.replay.engine import Replayer, Setup, resolve
 from ctxsim.tokens import TokenCounter, get_tokenizer
-from ctxsim.tokens.counting import Framing, MessageSizer
+from ctxsim.tokens.counting import BASE_FRAMING, Framing, MessageSizer
 
 MIN_REQUESTS = 3
-BASE_FRAMING = Framing(message_tokens=0, tool_call_tokens=0, tool_result_tokens=0)
 MODES = ("fit", "priors")
 PLACEHOLDER_MAX_OUTPUT = 9  # Claude Code's streaming placeholders: 1-9 output tokens, no stop reason
 PRODUCT_EDITS = ("compaction", "microcompact", "history_rewritten")  # events that re-anchor inside a part
@@ -99,7 +99,6 @@ DROP_TOLERANCE_TOKENS = 256  # a recorded prompt that fell by more than this (an
 # up to 2x) out of it, so it is about the log, not about fit noise.
 GROWTH_TOLERANCE_TOKENS = 512
 GROWTH_SHARE = 0.02
-GROWTH = "unexplained growth"
 
 # Anthropic models that keep the thinking of earlier turns (extended-thinking docs; the clear_thinking
 # policy cites the same list); older ones strip it from the prompt. The rule itself decides by family and

@@ -24,12 +24,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ctxsim.analysis.calibrate import BASE_FRAMING, GROWTH, Calibration
 from ctxsim.model import Message, Trace
 from ctxsim.tokens import TokenCounter
-from ctxsim.tokens.counting import MessageSizer
+from ctxsim.tokens.counting import BASE_FRAMING, MessageSizer
+
+if TYPE_CHECKING:
+    from ctxsim.analysis.calibrate import Calibration
+
+GROWTH = "unexplained growth"  # the reason of a re-anchor that a growth the log does not explain made
 
 KINDS = ("user", "tool", "assistant", "other")
 GROWTH_MODEL = "growth model"

@@ -23,9 +23,9 @@ from typing import Any
 
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import FileReport
-from ctxsim.meter import percentile
 from ctxsim.model import Message, Session, Trace
-from ctxsim.pricing import Bill, Pricer, price_data_version
+from ctxsim.pricing.prices import Bill, Pricer, price_data_version
+from ctxsim.replay.meter import percentile
 
 GROUPINGS = ("day", "session", "model")
 TIMELINE_ROWS = 200  # longer timelines show every k-th request in text (all of them in --json)
@@ -154,7 +154,7 @@ class Inspection:
     composition: Composition
     notes: list[str]
     prices: str
-    own_cost: dict[str, Any] | None = None  # the trace's own recorded cost beside ctxsim's price (ctxsim.recorded)
+    own_cost: dict[str, Any] | None = None  # the trace's own recorded cost beside ctxsim's price (replay.recorded)
     compaction_calls: int = 0  # the compactions' own summarising calls the log has (Claude Code acompact files)
     compaction_calls_cost_usd: Decimal = Decimal(0)  # what they cost (in the totals too)
 
@@ -193,7 +193,7 @@ class Inspection:
         return out
 
 
-class _Prices:
+class Prices:
     """One Pricer per (provider, model); an unpriced model is noted once, not fatal."""
 
     def __init__(self) -> None:
@@ -250,13 +250,13 @@ def inspect_trace(trace: Trace, files: list[FileReport] | None = None, tokenizer
                   largest: int = 10, include_content: bool = False) -> Inspection:
     """What `trace` recorded. Trace content stays out unless `include_content`: the largest tool results are
     listed by session, request, tool and size; with it, each also gets the start of its text, redacted."""
-    from ctxsim.redact import preview
+    from ctxsim._support.redact import preview
     from ctxsim.tokens import TokenCounter, get_tokenizer, label
     from ctxsim.tokens.counting import MessageSizer
 
     counter = TokenCounter(get_tokenizer(tokenizer))
     sizer = MessageSizer(counter)
-    prices = _Prices()
+    prices = Prices()
     requests: list[Request] = []
     infos: list[SessionInfo] = []
     by_role: dict[str, dict[str, int]] = defaultdict(lambda: {"messages": 0, "tokens": 0, "carried": 0})
@@ -393,7 +393,7 @@ def inspect_trace(trace: Trace, files: list[FileReport] | None = None, tokenizer
     calls = {s.id for s in trace.sessions if s.extra.get("compaction_call")}
     subagents = sum(1 for s in trace.sessions if s.extra.get("agent_id") and s.id not in calls)
     calls_cost = sum((r.cost_usd for r in requests if r.session in calls and r.cost_usd is not None), Decimal(0))
-    from ctxsim.recorded import own_cost_json
+    from ctxsim.replay.recorded import own_cost_json
 
     return Inspection(trace.name, [f for f in files or [] if f.format], infos, requests, totals, compactions,
                       subagents, not_read, composition, notes, price_data_version(), own_cost_json(trace),
@@ -404,11 +404,11 @@ def inspect_trace(trace: Trace, files: list[FileReport] | None = None, tokenizer
 # ---------------------------------------------------------------- text
 
 
-def _n(value: int) -> str:
+def num(value: int) -> str:
     return f"{value:,}"
 
 
-def _money(value: Decimal | None) -> str:
+def usd(value: Decimal | None) -> str:
     if value is None:
         return "n/a"
     return f"${value:,.4f}" if value < 100 else f"${value:,.2f}"
@@ -439,35 +439,35 @@ def tables(insp: Inspection, by: str | None = None, timeline: bool = True) -> tu
     t = insp.totals
     per_request = t.requests_with_usage > 0
     rows = [
-        ["requests (responses)", f"{_n(t.requests)}" + (f" ({_n(t.requests_with_usage)} with usage)"
+        ["requests (responses)", f"{num(t.requests)}" + (f" ({num(t.requests_with_usage)} with usage)"
                                                          if t.requests_with_usage != t.requests else "")],
-        ["input tokens (whole prompts)", _n(t.input_tokens)],
-        ["  cache write 5m", _n(t.cache_write_5m_tokens)],
-        ["  cache write 1h", _n(t.cache_write_1h_tokens)],
-        ["  cache read", _n(t.cache_read_tokens)],
-        ["  uncached", _n(t.uncached_tokens)],
-        ["output tokens", _n(t.output_tokens)],
-        ["cost (genai-prices)", _money(t.cost_usd) + (f" ({t.unpriced_requests} unpriced)" if t.unpriced_requests
+        ["input tokens (whole prompts)", num(t.input_tokens)],
+        ["  cache write 5m", num(t.cache_write_5m_tokens)],
+        ["  cache write 1h", num(t.cache_write_1h_tokens)],
+        ["  cache read", num(t.cache_read_tokens)],
+        ["  uncached", num(t.uncached_tokens)],
+        ["output tokens", num(t.output_tokens)],
+        ["cost (genai-prices)", usd(t.cost_usd) + (f" ({t.unpriced_requests} unpriced)" if t.unpriced_requests
                                                       else "")],
         *([["cost (the trace's own)", insp.own_cost["text"]]] if insp.own_cost else []),
         ["hit rate (read / input)", f"{t.hit_rate * 100:.2f}%" if per_request else "n/a (no per-request usage)"],
-        ["peak context", _n(t.peak_context_tokens) if per_request else "n/a"],
-        ["p95 context", _n(t.p95_context_tokens) if per_request else "n/a"],
-        ["compactions seen", _n(insp.compactions) + (
-            f" ({insp.compaction_calls} summarising call(s) logged: {_money(insp.compaction_calls_cost_usd)})"
+        ["peak context", num(t.peak_context_tokens) if per_request else "n/a"],
+        ["p95 context", num(t.p95_context_tokens) if per_request else "n/a"],
+        ["compactions seen", num(insp.compactions) + (
+            f" ({insp.compaction_calls} summarising call(s) logged: {usd(insp.compaction_calls_cost_usd)})"
             if insp.compaction_calls else "")],
-        ["subagents", _n(insp.subagents) + (f" (+{len(insp.subagents_not_read)} not read)"
+        ["subagents", num(insp.subagents) + (f" (+{len(insp.subagents_not_read)} not read)"
                                             if insp.subagents_not_read else "")],
-        ["sessions", _n(len(insp.sessions))],
+        ["sessions", num(len(insp.sessions))],
     ]
     out = [TableData("recorded totals", ["", "value"], rows)]
     if by:
         groups = insp.grouped(by)
         out.append(TableData(f"by {by}", [by, "requests", "input", "write 5m", "write 1h", "read", "output", "hit rate",
                                           "peak", "cost"],
-                             [[k, _n(g.requests), _n(g.input_tokens), _n(g.cache_write_5m_tokens),
-                               _n(g.cache_write_1h_tokens), _n(g.cache_read_tokens), _n(g.output_tokens),
-                               f"{g.hit_rate * 100:.1f}%", _n(g.peak_context_tokens), _money(g.cost_usd)]
+                             [[k, num(g.requests), num(g.input_tokens), num(g.cache_write_5m_tokens),
+                               num(g.cache_write_1h_tokens), num(g.cache_read_tokens), num(g.output_tokens),
+                               f"{g.hit_rate * 100:.1f}%", num(g.peak_context_tokens), usd(g.cost_usd)]
                               for k, g in groups.items()]))
     from ctxsim.reports._fit import FitTable
 
@@ -486,7 +486,7 @@ def tables(insp: Inspection, by: str | None = None, timeline: bool = True) -> tu
                         ["#", "project", "started (UTC)", "source", "model", "requests", "peak", "compactions",
                          "link"],
                         [[number[s.id], s.project, _started(s.started), s.source or "", s.model or "",
-                          _n(s.requests), _n(s.peak_context_tokens), _n(s.compactions), link(s)]
+                          num(s.requests), num(s.peak_context_tokens), num(s.compactions), link(s)]
                          for s in insp.sessions], left=5,
                         keep=("#", "project", "started (UTC)", "requests", "peak", "link", "compactions", "model",
                               "source"), minimum=14))
@@ -495,28 +495,28 @@ def tables(insp: Inspection, by: str | None = None, timeline: bool = True) -> tu
     role_carried = sum(v["carried"] for v in c.by_role.values())
     out.append(TableData(f"context composition by role ({c.tokenizer}; the hidden system prompt and tools are "
                          "not counted)", ["role", "messages", "tokens", "share", "carried", "share"],
-                         [[role, _n(v["messages"]), _n(v["tokens"]), _share(v["tokens"], role_tokens),
-                           _n(v["carried"]), _share(v["carried"], role_carried)]
+                         [[role, num(v["messages"]), num(v["tokens"]), _share(v["tokens"], role_tokens),
+                           num(v["carried"]), _share(v["carried"], role_carried)]
                           for role, v in sorted(c.by_role.items(), key=lambda kv: -kv[1]["carried"])]))
     if c.by_tool:
         tool_tokens = sum(v["tokens"] for v in c.by_tool.values())
         out.append(TableData("tool results by tool", ["tool", "calls", "results", "tokens", "share", "carried"],
-                             [[tool, _n(v["calls"]), _n(v["results"]), _n(v["tokens"]),
-                               _share(v["tokens"], tool_tokens), _n(v["carried"])]
+                             [[tool, num(v["calls"]), num(v["results"]), num(v["tokens"]),
+                               _share(v["tokens"], tool_tokens), num(v["carried"])]
                               for tool, v in c.by_tool.items()]))
     if c.largest_results:
         content = any("preview" in r for r in c.largest_results)  # --include-content: the redacted start
         out.append(FitTable("largest tool results", ["session", "after req", "tool", "tokens"]
                             + (["starts with (redacted)"] if content else []),
-                            [[number.get(r["session"], r["session"][-24:]), _n(r["after_request"]), r["tool"],
-                              _n(r["tokens"])] + ([r.get("preview", "")] if content else [])
+                            [[number.get(r["session"], r["session"][-24:]), num(r["after_request"]), r["tool"],
+                              num(r["tokens"])] + ([r.get("preview", "")] if content else [])
                              for r in c.largest_results], left=3, keep=("session", "after req", "tool", "tokens")))
     if c.largest_jumps:
         out.append(FitTable(
             f"prompt growth per request: median {c.growth['median']:+,}, p90 {c.growth['p90']:+,}, "
             f"max {c.growth['max']:+,}, min {c.growth['min']:+,}; largest steps",
             ["request", "growth", "what arrived"],
-            [[_n(j["request"]), f"{j['growth_tokens']:+,}", ", ".join(j["arrived"][:4])
+            [[num(j["request"]), f"{j['growth_tokens']:+,}", ", ".join(j["arrived"][:4])
               + (" ..." if len(j["arrived"]) > 4 else "")] for j in c.largest_jumps]))
     if timeline and insp.requests:
         step = 1
@@ -528,11 +528,11 @@ def tables(insp: Inspection, by: str | None = None, timeline: bool = True) -> tu
             f"; every {step}th and every request with an event: --json has all" if step > 1 else "") + ")",
                             ["#", "session", "time", "prompt", "read", "write", "output", "cost", "growth",
                              "arrived / events"],
-                            [[_n(r.number), number.get(r.session, r.session[-12:]), (r.ts or "")[11:19],
-                              _n(r.input_tokens) if r.has_usage
-                               else "-", _n(r.cache_read_tokens) if r.has_usage else "-",
-                               _n(r.cache_write_tokens + r.cache_write_1h_tokens) if r.has_usage else "-",
-                               _n(r.output_tokens) if r.has_usage else "-", _money(r.cost_usd) if r.has_usage else "-",
+                            [[num(r.number), number.get(r.session, r.session[-12:]), (r.ts or "")[11:19],
+                              num(r.input_tokens) if r.has_usage
+                               else "-", num(r.cache_read_tokens) if r.has_usage else "-",
+                               num(r.cache_write_tokens + r.cache_write_1h_tokens) if r.has_usage else "-",
+                               num(r.output_tokens) if r.has_usage else "-", usd(r.cost_usd) if r.has_usage else "-",
                                f"{r.growth_tokens:+,}" if r.growth_tokens is not None else "",
                                "; ".join([*r.events, ", ".join(r.arrived[:3]) + (" ..." if len(r.arrived) > 3 else "")])
                                .strip("; ")]

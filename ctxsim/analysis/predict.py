@@ -39,7 +39,7 @@ from ctxsim.tokens import TokenCounter, get_tokenizer
 DEFAULT_FIT_ON = 0.5
 
 __all__ = ["DEFAULT_FIT_ON", "Prediction", "cost_ranges", "facts_block", "manifest_entry", "missing_block", "predict",
-           "predicted_line", "prediction_table", "score_block", "score_blocks", "split"]
+           "prediction_table", "score_block", "score_blocks", "split"]
 
 
 def _billed_indexes(session: Session) -> list[int]:
@@ -310,15 +310,3 @@ def manifest_entry(trace: Trace, tokenizer: str, reports: Any = None, fit_on: fl
             "growth_model": p.growth_model.to_json() if p.growth_model is not None else None}
 
 
-def predicted_line(manifest: dict[str, Any]) -> str | None:
-    """The line said beside `none` against the bill (replay, compare): its predicted error; None without one."""
-    entry = manifest.get("calibration")
-    block = entry.get("predicted") if isinstance(entry, dict) else None
-    if not isinstance(block, dict):
-        return None
-    error = block.get("cost_error")
-    cost = "-" if error is None else f"{error * 100:+.2f}%"
-    return (f"none predicted (fitted on the first {block['fit_on']:.0%} of each session, no recorded cache fact; "
-            f"scored on the other {block['scored_requests']:,} requests): cost {cost}, prompt error median "
-            f"{block['prompt_error_median'] * 100:.2f}%, p90 {block['prompt_error_p90'] * 100:.2f}%, hit rate "
-            f"{block['hit_rate_simulated'] * 100:.2f}% against {block['hit_rate_recorded'] * 100:.2f}% billed")

@@ -109,7 +109,7 @@ def _product(session: Session) -> str | None:
     return session.source if session.source in PRODUCTS else None
 
 
-def _joined(before: Session, after: Session) -> tuple[Session, int]:
+def joined_parts(before: Session, after: Session) -> tuple[Session, int]:
     """`before` then `after` without what the product put back when it compacted (its summary, the rebuilt
     history): the session as if it had not compacted, and the number of `before`'s requests."""
     messages = list(after.messages)
@@ -156,8 +156,9 @@ def check(trace: Trace, tokenizer: str = "o200k_base") -> list[CompactionCheck]:
 
 def _check(before: Session, after: Session, event: Any, product: str, calibration: Any,
            tokenizer: str, calls: dict[str, Session] | None = None) -> CompactionCheck:
-    from ctxsim.api import Options, replay_choices
     from ctxsim.policies.spec import resolve
+    from ctxsim.replay.choices import replay_choices
+    from ctxsim.replay.plan import Options
 
     version = before.extra.get("cli_version") or after.extra.get("cli_version")
     spec, threshold, source = _spec(product, str(version) if version else None)
@@ -165,7 +166,7 @@ def _check(before: Session, after: Session, event: Any, product: str, calibratio
     if calibration is not None:  # calibrated part by part, then joined: what each part's log misses (its re-anchored
         # growth) rides on its own messages into the replay without the compaction
         before, after = calibration.apply(Trace("parts", (before, after))).sessions
-    joined, n_before = _joined(before, after)
+    joined, n_before = joined_parts(before, after)
     if event.fields.get("trigger") == "manual":  # the user asked for it: the preset compacts there too
         spec += ("," if ":" in spec else ":") + f"at_request={n_before + 1}"
     trace = Trace(f"{before.id} joined", (joined,))
@@ -209,10 +210,10 @@ def _usages(session: Session) -> list[Any]:
 
 def recorded_cost(session: Session, messages: list[Any] | None = None) -> Decimal | None:
     """What the recorded responses of `session` (or those of `messages`) cost, priced at their own model."""
-    from ctxsim.analysis.inspect import _Prices
-    from ctxsim.pricing import Bill
+    from ctxsim.analysis.inspect import Prices
+    from ctxsim.pricing.prices import Bill
 
-    prices = _Prices()
+    prices = Prices()
     total = Decimal(0)
     priced = False
     for m in _usages(session) if messages is None else messages:

@@ -20,15 +20,15 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from ctxsim.analysis.cache_breaks import _duration
+from ctxsim.analysis.cache_breaks import span
 from ctxsim.analysis.calibrate import KEEPS_THINKING, TAG, Calibration, ProviderReasoningRule, replay_none
 from ctxsim.analysis.calibrate import calibration as calibrate_trace
 from ctxsim.analysis.growth import GROWTH_MODEL
 from ctxsim.caching import model_rules
-from ctxsim.engine import Setup
 from ctxsim.errors import CtxsimError
 from ctxsim.model import Message, Session, Trace
-from ctxsim.pricing import Bill
+from ctxsim.pricing.prices import Bill
+from ctxsim.replay.engine import Setup
 from ctxsim.tokens import TokenCounter, get_tokenizer, label
 
 __all__ = [
@@ -299,7 +299,7 @@ class _SessionFacts:
                        "(system prompt and tools) was cached before this log starts"
                        + (" (the replay reads it warm, as recorded)" if sim_read >= rec_read else ""))
         if gap is not None and ttl is not None and gap > ttl and rec_read > sim_read:
-            out.append(f"{_duration(gap)} since the previous request, past the {_duration(ttl)} cache lifetime, yet "
+            out.append(f"{span(gap)} since the previous request, past the {span(ttl)} cache lifetime, yet "
                        f"{rec_read:,} tokens were read: kept warm outside this log")
         prev = self.previous
         if message.extra.get("total_reset"):
@@ -323,7 +323,7 @@ class _SessionFacts:
                            "too; the simulation caches prompts only")
             short = sim_read - rec_read
             if short > 0.05 * check.recorded_input_tokens and (gap is None or ttl is None or gap <= ttl):
-                when = f"{_duration(gap)} after the previous request" if gap is not None else "soon after"
+                when = f"{span(gap)} after the previous request" if gap is not None else "soon after"
                 if self.hidden_prefix and rec_read <= self.hidden_prefix:
                     out.append(f"{when}, the recorded cache read stopped at {rec_read:,} tokens, inside the hidden "
                                f"prefix (~{self.hidden_prefix:,} tokens the log does not show): that part changed or "

@@ -47,7 +47,7 @@ class CacheModel(Protocol):
         """The history changed from item `boundary` on; prefixes before it are intact."""
 
 
-def _warmed(result: CacheResult, prompt: int, tokens: int) -> CacheResult:
+def warmed(result: CacheResult, prompt: int, tokens: int) -> CacheResult:
     """`result` with up to `tokens` of the prompt read instead of written (5-minute writes first) or sent fresh."""
     move = max(0, min(tokens, prompt) - result.read_tokens)
     if not move:
@@ -83,9 +83,9 @@ class WarmStart:
         answer = self.inner.request(history, ts_s)
         prompt = history.prompt_tokens
         if isinstance(answer, CacheResult):
-            return _warmed(answer, prompt, self.tokens)
+            return warmed(answer, prompt, self.tokens)
         real, warm = answer
-        return _warmed(real, prompt, self.tokens), _warmed(warm, prompt, self.tokens)
+        return warmed(real, prompt, self.tokens), warmed(warm, prompt, self.tokens)
 
     def edited(self, boundary: int) -> None:
         self.inner.edited(boundary)

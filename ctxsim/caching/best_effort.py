@@ -85,7 +85,7 @@ def span_usd(pricer: Any, ts_s: float | None, prompt: int, read: int, output: in
     """(cheaper, dearer) change of one replayed request's cost had the provider served the high or the low
     share of its `read` (a provider that bills no writes: the rest is sent uncached). `pricer` is a
     ctxsim Pricer (its `cost(Bill, ts_s)`)."""
-    from ctxsim.pricing import Bill
+    from ctxsim.pricing.prices import Bill
 
     point = pricer.cost(Bill(prompt, read, 0, 0, output), ts_s)
     low = pricer.cost(Bill(prompt, int(read * min(share.high, 1.0)), 0, 0, output), ts_s) - point
@@ -98,7 +98,7 @@ def checks_span_usd(provider: str, model: str, checks: Any) -> tuple[Decimal, De
     input and cache read, ts) had a best-effort provider served the high or the low share of each read;
     (0, 0) for a provider that promises hits. For validate's predicted `cost_range_usd`: point + each end."""
     from ctxsim.model import parse_ts
-    from ctxsim.pricing import Pricer
+    from ctxsim.pricing.prices import Pricer
 
     low = high = Decimal(0)
     pricer = None

@@ -43,7 +43,7 @@ def miss_span_usd(provider: str, model: str, checks: Iterable[Any], share: float
     if share <= 0:
         return Decimal(0)
     from ctxsim.model import parse_ts
-    from ctxsim.pricing import Bill, Pricer
+    from ctxsim.pricing.prices import Bill, Pricer
 
     pricer = Pricer(provider, model)
     writes = provider == "anthropic"

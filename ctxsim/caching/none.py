@@ -15,7 +15,7 @@ from ctxsim.history import History
 
 if TYPE_CHECKING:
     from ctxsim.model import Trace
-    from ctxsim.pricing import Pricer
+    from ctxsim.pricing.prices import Pricer
 
 
 @dataclass(frozen=True)

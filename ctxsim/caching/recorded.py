@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ctxsim.caching import CacheModel, CacheResult, _warmed
+from ctxsim.caching import CacheModel, CacheResult, warmed
 from ctxsim.caching.transfer import POINT, Rule, transferred_read
 from ctxsim.history import History
 
@@ -130,7 +130,7 @@ class RecordedFacts:
             now = capped(now, read, writes, self._hour or (now.write_1h_tokens > 0 and not now.write_tokens))
         if floor is not None and previous is not None:
             shared = history.prefix_tokens(min(valid, previous + 1, len(history)))  # previous prompt and response
-            now = _warmed(now, history.prompt_tokens, min(floor, shared))
+            now = warmed(now, history.prompt_tokens, min(floor, shared))
         if fresh is not None:
             now = unwritten(now, history.prompt_tokens, fresh)
         return now

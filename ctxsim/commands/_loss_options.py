@@ -29,7 +29,7 @@ IncludeContentOpt = Annotated[bool, typer.Option(
 
 def with_loss(opts: Any, loss: bool, probe: list[str] | None, probes: list[str] | None, probe_at: str | None,
               max_misses: int | None = None, miss_margin: int | None = None, include_content: bool = False) -> Any:
-    """`opts` (api.Options) with the loss settings of the command line."""
+    """`opts` (replay.plan.Options) with the loss settings of the command line."""
     from ctxsim.cli import fail
     from ctxsim.loss.probes import probe_set
     from ctxsim.loss.verdict import DEFAULT_MARGIN

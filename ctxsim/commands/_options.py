@@ -9,8 +9,8 @@ import typer
 from ctxsim.cli import fail
 
 if TYPE_CHECKING:
-    from ctxsim.api import Options
-    from ctxsim.run import RunResult
+    from ctxsim.replay.api import Options
+    from ctxsim.replay.run import RunResult
 
 TraceArg = Annotated[str | None, typer.Argument(
     help="Trace file or folder, any supported format; default: the shipped sample trace.")]
@@ -50,8 +50,8 @@ def options(provider: str | None, model: str | None, tokenizer: str | None, cach
             cache_ttl: str | None, window: int | None, reserve: int, framing: str | None = None,
             calibrate: bool = False, skip_bad_lines: bool = False, jobs: int | None = None) -> Options:
     # Imported here, not at the top: `ctxsim --help` must not load the engine and the price data.
-    from ctxsim.api import Options
     from ctxsim.params import build_params, split_spec
+    from ctxsim.replay.api import Options
     from ctxsim.tokens.counting import Framing
 
     if cache_ttl is not None and cache_ttl not in ("5m", "1h"):
@@ -84,7 +84,7 @@ def spec_files(specs: list[str] | None) -> list[str]:
 
 
 def totals_json(result: RunResult) -> dict[str, Any]:
-    from ctxsim.recorded import recorded_json
+    from ctxsim.replay.recorded import recorded_json
 
     def run_json(r) -> dict:  # type: ignore[no-untyped-def]
         out = {"policy": r.policy, "totals": r.totals.to_json()}

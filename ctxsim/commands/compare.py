@@ -100,8 +100,8 @@ def compare(
     include_content: IncludeContentOpt = False,
 ) -> None:
     """Replay one trace under several policies and compare cost, cache and context side by side."""
-    from ctxsim.api import replay_trace
     from ctxsim.policies.spec import split_list
+    from ctxsim.replay.api import replay_trace
     from ctxsim.reports._compare_table import compare_table
     from ctxsim.reports._terminal import lines_out, plain, rich_table
 
@@ -115,8 +115,8 @@ def compare(
                    skip_bad_lines, jobs)
     set_limits(max_line_bytes, max_input_bytes, max_messages)
     opts = with_loss(opts, loss, probe, probes, probe_at, max_misses, miss_margin, include_content)
-    from ctxsim.sweep import is_corpus
-    from ctxsim.sweep_dates import date_range
+    from ctxsim.replay.inputs import is_corpus
+    from ctxsim.replay.sweep_dates import date_range
 
     dates = date_range(since, until, tz)
     if traces and is_corpus(traces, fmt):  # several traces: the sweep engine, the policies as written

@@ -1,4 +1,4 @@
-"""`ctxsim convert`: any supported trace format to the native JSONL (DESIGN.md section 3)."""
+"""`ctxsim convert`: any supported trace format to the native JSONL."""
 
 from __future__ import annotations
 

@@ -76,7 +76,7 @@ def replay(
     include_content: IncludeContentOpt = False,
 ) -> None:
     """Replay a trace request by request under one or more policies and meter every request."""
-    from ctxsim.api import replay_trace
+    from ctxsim.replay.api import replay_trace
     from ctxsim.reports._terminal import emit
 
     if every is not None and every <= 0:

@@ -13,7 +13,7 @@ from ctxsim.cli import app, fail, guarded
 from ctxsim.commands._options import ForceOpt
 
 if TYPE_CHECKING:
-    from ctxsim.run import RunResult
+    from ctxsim.replay.run import RunResult
 
 FORMAT_HELP = ("table, md, csv, parquet, png, svg, json (the run artefact, re-saved), or bundle (run.json, "
                "report.md, charts and tables into a folder). Default: what -o's suffix says (DIR/, an existing "

@@ -108,7 +108,7 @@ def _progress(total: int, description: str) -> Iterator[Callable[[int], None]]:
 
 
 def _check_out_dir(out: Path, inputs: Sequence[str]) -> None:
-    from ctxsim.sweep import SCHEMA
+    from ctxsim.replay.sweep import SCHEMA
 
     if out.exists() and not out.is_dir():
         raise CtxsimError(f"{out}: exists and is not a folder; -o takes the sweep's output folder")
@@ -130,7 +130,10 @@ def _check_out_dir(out: Path, inputs: Sequence[str]) -> None:
 def run_sweep(traces: Sequence[str], policy_specs: Sequence[str], budgets_text: str | None, opts: Any,
               fmt: str | None, out: Path | None, jobs: int | None, cluster: str | None, dates: Any = None) -> Any:
     from ctxsim._support.parallel import available_cores
-    from ctxsim.sweep import execute, expand_inputs, load_report, parse_budgets, plan
+    from ctxsim.replay.budgets import parse_budgets
+    from ctxsim.replay.inputs import expand_inputs
+    from ctxsim.replay.sweep import execute, plan
+    from ctxsim.replay.sweep_report import load_report
 
     budgets = parse_budgets(budgets_text)
     if out is not None:
@@ -149,7 +152,7 @@ def run_sweep(traces: Sequence[str], policy_specs: Sequence[str], budgets_text: 
         typer.echo(f"note: {p.skipped} cell(s) already in {out}: skipped", err=True)
     if out is not None and not (out / "manifest.json").exists():  # marks the folder as a sweep's, for a resume
         from ctxsim._support.fileio import atomic_write
-        from ctxsim.sweep import SCHEMA
+        from ctxsim.replay.sweep import SCHEMA
 
         with atomic_write(out / "manifest.json") as f:
             f.write(json.dumps({"schema": SCHEMA, "complete": False,
@@ -166,7 +169,7 @@ def run_sweep(traces: Sequence[str], policy_specs: Sequence[str], budgets_text: 
 
 def _write_outputs(report: Any, out: Path, per_session: bool = True) -> None:
     from ctxsim._support.fileio import atomic_write
-    from ctxsim.sweep import csv_text
+    from ctxsim.replay.sweep_report import csv_text
 
     with atomic_write(out / "summary.csv") as f:
         f.write(csv_text(*report.policy_rows()))
@@ -303,7 +306,7 @@ SWEEP_KINDS: dict[str, str] = {
 def write_file_output(report: Any, out: Any, per_session: bool, force: bool, title: str) -> None:
     """`-o X.json|X.csv|X.md`: the tables in one file (the folder output is written by run_sweep)."""
     from ctxsim.commands._output import markdown_tables, write_text
-    from ctxsim.sweep import csv_text
+    from ctxsim.replay.sweep_report import csv_text
 
     if out.kind == "json":
         content = json.dumps(json_data(report, per_session), indent=1, sort_keys=True) + "\n"
@@ -379,7 +382,7 @@ def sweep(
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, 1)
     from ctxsim.commands._output import decide
-    from ctxsim.sweep_dates import date_range
+    from ctxsim.replay.sweep_dates import date_range
 
     dates = date_range(since, until, tz)
     out = None if output is None else decide(output, "sweep", SWEEP_KINDS)

@@ -92,7 +92,7 @@ def tune(
     fmt: FormatOpt = None,
     jobs: JobsOpt = None,
 ) -> None:
-    from ctxsim.tune_space import space_of
+    from ctxsim.tune.space import space_of
 
     space_of(family)  # an unknown family fails before any work
     if trials < 1:
@@ -103,7 +103,7 @@ def tune(
         raise CtxsimError(f"--seed must not be negative, got {seed}")
     limit = None
     if budget is not None:
-        from ctxsim.sweep import AS_WRITTEN, parse_budgets
+        from ctxsim.replay.budgets import AS_WRITTEN, parse_budgets
 
         try:
             parsed = parse_budgets(budget)
@@ -115,7 +115,7 @@ def tune(
         limit = parsed[0]
     opts = options(provider, model, tokenizer, cache, cache_ttl, window, reserve, framing, calibrate,
                    skip_bad_lines, jobs)
-    from ctxsim.sweep import expand_inputs
+    from ctxsim.replay.inputs import expand_inputs
 
     paths = expand_inputs(traces, fmt)
     files = _outputs(output) if output is not None else None
@@ -124,10 +124,10 @@ def tune(
 
         for path in files.values():
             check_output(path, paths, force)
-    from ctxsim import tune as tuning
-    from ctxsim import tune_out
     from ctxsim.reports._progress import progress_bar
     from ctxsim.reports._terminal import plain, rich_table
+    from ctxsim.tune import outputs as tune_out
+    from ctxsim.tune import search as tuning
 
     targets = tuning.load_targets(paths, opts, fmt, limit)
     chosen, how = tuning.prepare(family, trials, seed, targets)
@@ -176,8 +176,8 @@ def tune(
 
 def _write(files: dict[str, Path], outcome: Any, label: str | None, seed: int, force: bool) -> None:
     """The policy file, context_management JSON (where expressible), chart and trials CSV (-o)."""
-    from ctxsim import tune_out
     from ctxsim._support.fileio import atomic_write
+    from ctxsim.tune import outputs as tune_out
 
     toml = tune_out.toml_text(outcome, label, seed)
     cm, _ = tune_out.context_management(outcome)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from ctxsim._support.redact import quoted
 from ctxsim.errors import TraceError
 from ctxsim.model import format_ts, parse_ts
-from ctxsim.redact import quoted
 
 if TYPE_CHECKING:
     from ctxsim.formats._source import Source

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ctxsim._support.redact import plausible_model
 from ctxsim.model import Message, Session
-from ctxsim.redact import plausible_model
 
 
 def plausible_models(sessions: list[Session], notes: list[str]) -> list[Session]:

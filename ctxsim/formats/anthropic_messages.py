@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import IO, Any
 
+from ctxsim._support.redact import quoted
 from ctxsim.errors import TraceError
 from ctxsim.formats import FormatInfo, register
 from ctxsim.formats._content import image_tokens, text_of
@@ -25,9 +26,8 @@ from ctxsim.formats._session import Conversation, frozen
 from ctxsim.formats._sniff import head_text, sniff_json_head
 from ctxsim.formats._source import Source
 from ctxsim.formats._usage import usage_anthropic
-from ctxsim.formats.claude_code import _assistant_block, _Response
+from ctxsim.formats.claude_code import Response, assistant_block
 from ctxsim.model import Message, Session
-from ctxsim.redact import quoted
 
 NAME = "anthropic-messages"
 
@@ -43,7 +43,7 @@ def _system(request: Node) -> str | None:
     return text_of(node)[0]
 
 
-def _user(node: Node, ts: str | None) -> list[Message]:
+def user_messages(node: Node, ts: str | None) -> list[Message]:
     content = node.child("content")
     if isinstance(content.value, str) or content.value is None:
         return [Message("user", content.value or "", ts=ts, line=node.line)]
@@ -66,13 +66,13 @@ def _user(node: Node, ts: str | None) -> list[Message]:
     return out
 
 
-def _assistant(node: Node, ts: str | None, usage: Any = None, model: str | None = None,
+def assistant_message(node: Node, ts: str | None, usage: Any = None, model: str | None = None,
                extra: dict[str, Any] | None = None) -> Message:
     content = node.child("content")
-    response = _Response(None, node.line or 0, ts, model)
+    response = Response(None, node.line or 0, ts, model)
     blocks = [content] if isinstance(content.value, str) else (content.items() if content.value is not None else [])
     for block in blocks:
-        _assistant_block(block, response)
+        assistant_block(block, response)
     response.usage = usage
     message = response.message()
     return Message("assistant", message.content, ts=ts, thinking=message.thinking, tool_calls=message.tool_calls,
@@ -87,9 +87,9 @@ def _messages(request: Node, ts: str | None) -> list[Message]:
             raise m.fail(f"must be a message (an object), got {kind_of(m.value)}")
         role = m.string("role", required=True)
         if role == "user":
-            out.extend(_user(m, ts))
+            out.extend(user_messages(m, ts))
         elif role == "assistant":
-            out.append(_assistant(m, ts))
+            out.append(assistant_message(m, ts))
         else:
             raise m.fail(f"unknown role {quoted(role)} (the Messages API has user and assistant)", "role")
     return out
@@ -110,7 +110,7 @@ def _exchange(node: Node, conv: Conversation) -> None:
         else:
             usage_node = response.obj("usage")
             model = response.string("model") or model
-            answer = _assistant(response, ts, usage_anthropic(usage_node) if usage_node else None, model,
+            answer = assistant_message(response, ts, usage_anthropic(usage_node) if usage_node else None, model,
                                 {"response_id": response.string("id")} if response.string("id") else None)
     if history and ts and history[-1].ts is None:
         history[-1] = Message(history[-1].role, history[-1].content, ts=ts, thinking=history[-1].thinking,

@@ -65,7 +65,7 @@ PLACEHOLDER_MAX_OUTPUT = 9  # early streaming lines log 1-9 output tokens and no
 
 
 @dataclass
-class _Response:
+class Response:
     """An assistant response being assembled from its lines."""
 
     key: tuple[str, str] | None
@@ -113,7 +113,7 @@ class _Stream:
         self.parts = 1
         self.builder = self._new(base_id)
         self.builder.extra.update(extra)
-        self.response: _Response | None = None
+        self.response: Response | None = None
         self.waiting: list[Message] = []  # results logged after the open response, added after it
         self.context: list[Message] = []  # attachments: added after the results, before the next message
         self.subagents: dict[str, dict[str, Any]] = {}
@@ -303,9 +303,9 @@ def _assistant(node: Node, stream_for: Any, seen: set[tuple[str, str]], counts: 
     ts = node.ts("timestamp")
     content = message.child("content")
     blocks = [content] if isinstance(content.value, str) else (content.items() if content.value is not None else [])
-    part = _Response(key, node.line or 0, ts, model)
+    part = Response(key, node.line or 0, ts, model)
     for block in blocks:  # checked in full before anything is merged
-        _assistant_block(block, part)
+        assistant_block(block, part)
     s = stream_for(node)
     if key is not None and s.response is not None and s.response.key == key:
         response = s.response
@@ -314,7 +314,7 @@ def _assistant(node: Node, stream_for: Any, seen: set[tuple[str, str]], counts: 
         return
     else:
         s.flush()
-        response = s.response = _Response(key, node.line or 0, ts, model)
+        response = s.response = Response(key, node.line or 0, ts, model)
         if key is not None:
             seen.add(key)
     response.merge_usage(usage)
@@ -334,7 +334,7 @@ def _assistant(node: Node, stream_for: Any, seen: set[tuple[str, str]], counts: 
     response.extra_tokens += part.extra_tokens
 
 
-def _assistant_block(block: Node, response: _Response) -> None:
+def assistant_block(block: Node, response: Response) -> None:
     v = block.value
     if isinstance(v, str):
         response.texts.append(v)

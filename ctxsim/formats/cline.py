@@ -37,15 +37,15 @@ import os
 from decimal import Decimal, InvalidOperation
 from typing import IO, Any
 
+from ctxsim._support.redact import quoted
 from ctxsim.formats import FormatInfo, register
 from ctxsim.formats._node import Node, kind_of
 from ctxsim.formats._session import SessionBuilder, frozen, restated
 from ctxsim.formats._sniff import head_text, sniff_json_head
 from ctxsim.formats._source import Source
 from ctxsim.formats._usage import split_model
-from ctxsim.formats.anthropic_messages import _assistant, _user
+from ctxsim.formats.anthropic_messages import assistant_message, user_messages
 from ctxsim.model import Message, Session, Usage
-from ctxsim.redact import quoted
 
 NAME = "cline"
 HISTORY = "api_conversation_history.json"
@@ -210,13 +210,13 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             ts = node.ts("ts") or default_ts
             role = node.get("role")
             if node.get("isSummary") and role in ("user", "assistant"):  # Roo's condense summary
-                text = _assistant(node, ts).content if role == "assistant" else "\n".join(
-                    m.content for m in _user(node, ts))
+                text = assistant_message(node, ts).content if role == "assistant" else "\n".join(
+                    m.content for m in user_messages(node, ts))
                 out = [Message("summary", text, ts=ts)]
             elif role == "user":
-                out = _user(node, ts)
+                out = user_messages(node, ts)
             elif role == "assistant":
-                out = [_assistant(node, ts)]
+                out = [assistant_message(node, ts)]
             else:
                 skipped[f"role {quoted(role)}"] = skipped.get(f"role {quoted(role)}", 0) + 1
                 out = []
@@ -291,7 +291,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
         info = node.get("modelInfo")
         own = split_model(info["modelId"])[1] if isinstance(info, dict) and isinstance(info.get("modelId"), str) \
             else None
-        answer = _assistant(node, end_ts, usage, own or model,
+        answer = assistant_message(node, end_ts, usage, own or model,
                             {"cancel_reason": body.get("cancelReason")} if body.get("cancelReason") else None)
         converted[k] = [answer]
         builder.add(answer)

@@ -27,6 +27,7 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import IO, Any
 
+from ctxsim._support.redact import quoted
 from ctxsim.formats import FormatInfo, register
 from ctxsim.formats._content import image_tokens, text_of
 from ctxsim.formats._node import Node
@@ -35,7 +36,6 @@ from ctxsim.formats._sniff import sniff_json_object_text
 from ctxsim.formats._source import Source
 from ctxsim.formats._usage import any_usage, split_model
 from ctxsim.model import Message, Session, Usage
-from ctxsim.redact import quoted
 
 NAME = "mini-swe-agent"
 

@@ -1,4 +1,4 @@
-"""ctxsim JSONL, version 1: the pinned native trace format (DESIGN.md section 3).
+"""ctxsim JSONL, version 1: the pinned native trace format.
 
 Read line by line (a file of any size streams: `stream_trace`), several sessions
 per file, unknown fields kept; the writer's output reads back and writes again to
@@ -18,12 +18,12 @@ from types import MappingProxyType
 from typing import IO, Any
 
 from ctxsim._support.fileio import HashingReader, Limits, input_limits, open_input
+from ctxsim._support.redact import quoted
 from ctxsim.errors import CtxsimError, TraceError
 from ctxsim.formats import FormatInfo, detect, register
 from ctxsim.formats._input import READ_ERRORS, FileReport, HashingStream, MessageBudget, count_message, head_of, stem
 from ctxsim.formats._source import LONE_SURROGATE, Source, replace_surrogates
 from ctxsim.model import ROLES, Event, Message, Session, ToolCall, Trace, Usage, parse_ts
-from ctxsim.redact import quoted
 
 NAME = "native"
 VERSION = 1
@@ -616,5 +616,5 @@ def may_record_usage(path: str) -> bool:
         return True
 
 
-register(FormatInfo(name=NAME, description="ctxsim JSONL v1 (DESIGN.md section 3)",
+register(FormatInfo(name=NAME, description="ctxsim JSONL v1, the native trace format",
                     sniff=sniff, module=__name__, parse=parse, strict=True))

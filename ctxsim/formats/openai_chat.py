@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import IO, Any
 
+from ctxsim._support.redact import quoted
 from ctxsim.errors import TraceError
 from ctxsim.formats import FormatInfo, register
 from ctxsim.formats._content import image_tokens, text_of
@@ -31,7 +32,6 @@ from ctxsim.formats._sniff import head_text, sniff_json_head
 from ctxsim.formats._source import Source
 from ctxsim.formats._usage import any_usage, split_model
 from ctxsim.model import Message, Session, ToolCall
-from ctxsim.redact import quoted
 
 NAME = "openai-chat"
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}

@@ -20,6 +20,7 @@ import json
 import re
 from typing import IO, Any
 
+from ctxsim._support.redact import quoted
 from ctxsim.formats import FormatInfo, register
 from ctxsim.formats._content import image_tokens, text_of
 from ctxsim.formats._node import Node
@@ -28,7 +29,6 @@ from ctxsim.formats._sniff import sniff_json_object_text
 from ctxsim.formats._source import Source
 from ctxsim.formats._usage import split_model
 from ctxsim.model import Message, Session
-from ctxsim.redact import quoted
 
 NAME = "swe-agent"
 # SWE-agent 0.x model short names (sweagent/agent/models.py of that era) and what they called.

@@ -5,7 +5,7 @@ For every compaction a trace records (a part that `continues` another, with a `c
 - observed (`observed.observe`): the tool calls after it whose target the context held before it,
   with the tokens the agent got back;
 - predicted: the part before and the part after joined without what the product put back (as if it
-  had not compacted: `analysis.preset_check._joined`), replayed uncalibrated with a loss meter under
+  had not compacted: `analysis.preset_check.joined_parts`), replayed uncalibrated with a loss meter under
   the product's own compaction stage (its preset's, `stage_of`) made to fire exactly where the product
   compacted (`at_request`; its own threshold out of reach);
   the meter's re-fetches and recall misses from that request to the preset's next compaction.
@@ -180,14 +180,15 @@ def clearings(trace: Trace, tokenizer: str = "o200k_base") -> list[dict[str, Any
 
 def predict(before: Session, after: Session, tokenizer: str = "o200k_base") -> Predicted:
     """The loss meter on the product's compaction stage, fired where the product compacted."""
-    from ctxsim.analysis.preset_check import _joined
-    from ctxsim.api import Options, replay_choices
+    from ctxsim.analysis.preset_check import joined_parts
     from ctxsim.policies.spec import resolve
+    from ctxsim.replay.choices import replay_choices
+    from ctxsim.replay.plan import Options
 
     if redacted(before) or redacted(after):
         return Predicted(None, None, None, None, "the log's text is redacted or hashed: what the context held cannot "
                                                  "be known, so no misses are counted from it")
-    joined, n_before = _joined(before, after)
+    joined, n_before = joined_parts(before, after)
     trace = Trace(f"{before.id} joined", (joined,))
     if n_before >= joined.requests:
         return Predicted(0, 0, 0, None, None)

@@ -510,7 +510,7 @@ def shown(identifier: str, content: bool) -> str:
     if DIGEST.fullmatch(identifier):  # read back from a run.json written without content: shown as it was
         return identifier
     if content:
-        from ctxsim.redact import redact
+        from ctxsim._support.redact import redact
 
         return redact(identifier)
     import hashlib

@@ -15,7 +15,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from ctxsim.pricing import Bill
+from ctxsim.pricing.prices import Bill
 
 CALL_OUTPUT_TOKENS = 50  # the tool call the agent would have written to fetch the result again
 ASSUMPTION = ("re-fetch estimate: a tool result is re-read once what the policy made it lose weighs a whole identifier "
@@ -42,7 +42,7 @@ def price(run: Any, replayer: Any) -> Decimal:
                 continue
             session = sessions.get(f.session)
             pricer = replayer.pricers.session(session) if session is not None else replayer.pricer
-            prompt = row.input_tokens
+            prompt = max(0, row.input_tokens)  # a calibration's overhead can size a prompt below zero: never a refund
             ts_s = parse_ts(row.ts) if row.ts else None
             total += pricer.cost(Bill(prompt + f.tokens, prompt, f.tokens, 0, CALL_OUTPUT_TOKENS), ts_s)
     loss.refetch_cost_usd = total

@@ -20,7 +20,7 @@ from ctxsim.registry import Registry
 # the registry and its helpers, and the contract's names a policy module imports from here (Context, Policy, View)
 __all__ = [
     "Context", "NoParams", "Policy", "PolicyInfo", "Stages", "View", "effective", "make_policy", "parse_policy",
-    "policies", "register", "replay_weight",
+    "policies", "register",
 ]
 
 
@@ -44,12 +44,22 @@ class Stages:
 
 @dataclass(frozen=True)
 class PolicyInfo:
+    """A policy's registration: what it is, and what the sweep, `tune` and the planner need to know of it."""
+
     name: str
     params: type
     factory: Callable[[Any], Policy]
     source: str  # where its semantics come from
     summary: str
     module: str
+    # the parameters a sweep budget of N tokens sets, given the policy's params (None: this setting has no
+    # token threshold for a budget to move); no function: the policy takes no budget and runs once
+    budget: Callable[[Any, int], dict[str, Any] | None] | None = None
+    # what `ctxsim tune --family NAME` searches: parameter -> values (`Rel` thresholds, `Same` ties;
+    # ctxsim.params); None: not a family tune searches
+    space: Mapping[str, tuple[Any, ...]] | None = None
+    weight: float = 1.0  # about how long a replay takes against one under `none`: the planner runs the heaviest first
+    api_edit: str | None = None  # the Anthropic `context_management` edit with the same knobs, if any
 
 
 _REGISTRY: Registry[PolicyInfo] = Registry("policy", __name__, "ctxsim.policies")
@@ -84,10 +94,3 @@ def effective(policy: Policy) -> dict[str, Any]:
         out["stages"] = [effective(s) for s in stages]
     return out
 
-
-def replay_weight(policy: Policy) -> float:
-    """About how long a replay under `policy` takes against one under `none`: the parallel runner's
-    table of measured weights (ctxsim.api.REPLAY_WEIGHTS), summed over a pipeline's stages."""
-    from ctxsim.api import replay_weight as weight
-
-    return weight(policy)

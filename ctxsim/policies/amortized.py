@@ -117,4 +117,5 @@ def middle_units(view: View, keep_first: int, keep_last: int) -> list[Item]:
 register(PolicyInfo(
     "amortized", AmortizedParams, AmortizedPolicy,
     "OpenHands AmortizedForgettingCondenser (max_size=100, keep_first=1); SDK LLMSummarizingCondenser (summarize)",
-    "past max_size messages keep the first K and the newest half, drop (or summarise) the rest", __name__))
+    "past max_size messages keep the first K and the newest half, drop (or summarise) the rest", __name__,
+    weight=1.2))

@@ -20,7 +20,7 @@ from typing import Literal, NamedTuple
 
 from ctxsim._support.memo import IdentityMemo
 from ctxsim.model import Message, ToolCall
-from ctxsim.params import field_doc
+from ctxsim.params import TRIGGERS, field_doc
 from ctxsim.policies import PolicyInfo, register
 from ctxsim.policies.base import NO_TAGS, Edit, Item, Replace, View
 
@@ -255,4 +255,13 @@ REFERENCE = ClearReference
 register(PolicyInfo(
     "clear", ClearParams, ClearPolicy,
     "Anthropic clear_tool_uses_20250919 (context editing); seed 000 ContextManager._clear_tool_results",
-    "replace old tool results with stubs past a trigger, keeping the newest N", __name__))
+    "replace old tool results with stubs past a trigger, keeping the newest N", __name__,
+    budget=lambda params, tokens: {"trigger": tokens} if params.trigger_type == "input_tokens" else None,
+    space={
+        "trigger": TRIGGERS,
+        "keep": (0, 1, 2, 3, 5, 8, 12),
+        "clear_at_least": (0, 2_000, 5_000, 10_000, 20_000),
+        "clear_tool_inputs": (False, True),
+    },
+    weight=2.8,
+    api_edit="clear_tool_uses_20250919"))

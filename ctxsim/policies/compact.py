@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ctxsim.model import Message, ToolCall
-from ctxsim.params import field_doc
+from ctxsim.params import TRIGGERS, Same, field_doc
 from ctxsim.policies import PolicyInfo, register
 from ctxsim.policies.base import Change, Edit, Insert, Item, SideCall, Summarize, View
 from ctxsim.summarizers import Summarizer, TurnClock, make_summarizer, run_summarizer
@@ -460,4 +460,14 @@ def _billed(view: View, call: SideCall, how: str) -> SideCall:
 register(PolicyInfo(
     "compact", CompactParams, CompactPolicy,
     "seed 000 ContextManager._compact + ExtractiveSummarizer/LLMSummarizer; seed 003 checkpoint at 0.70-0.80",
-    "replace old messages with one summary past a trigger, keeping the newest verbatim", __name__))
+    "replace old messages with one summary past a trigger, keeping the newest verbatim", __name__,
+    budget=lambda params, tokens: {"trigger": tokens, "compact_above": tokens, "compact_at": None,
+                                     "headroom_tokens": None},
+    space={
+        "trigger": TRIGGERS,
+        "compact_above": (Same("trigger"),),
+        "keep_recent": (2, 4, 6, 10, 16, 24),
+        "clear_at_least": (0, 5_000, 10_000, 20_000),
+        "summarizer": ("extractive", "llm"),
+    },
+    weight=2.2))

@@ -171,4 +171,5 @@ REFERENCE = HierarchicalReference
 register(PolicyInfo(
     "hierarchical", HierarchicalParams, HierarchicalPolicy,
     "seed 003 hierarchical summarization (checkpoints every 20 turns, epochs, summaries of epochs)",
-    "fold raw turns into checkpoints, checkpoints into epochs, epochs into an era summary", __name__))
+    "fold raw turns into checkpoints, checkpoints into epochs, epochs into an era summary", __name__,
+    weight=2.6))

@@ -201,4 +201,5 @@ REFERENCE = MaskReference
 register(PolicyInfo(
     "mask", MaskParams, MaskPolicy,
     "JetBrains 'The Complexity Trap' observation masking (M=10); SWE-agent LastNObservations",
-    "replace tool outputs older than the newest M turns with a placeholder", __name__))
+    "replace tool outputs older than the newest M turns with a placeholder", __name__,
+    space={"keep": (1, 2, 3, 5, 8, 10, 15, 20, 30)}, weight=2.3))

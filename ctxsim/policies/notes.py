@@ -189,4 +189,5 @@ register(PolicyInfo(
     "notes", NotesParams, NotesPolicy,
     "seed 000 NotesFile (bounded notes that survive compaction) and its pinned notes_read",
     "rebuild the agent's notes file from notes_write/notes_rewrite calls; refuse writes past max_tokens",
-    __name__))
+    __name__,
+    weight=1.5))

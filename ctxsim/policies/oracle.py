@@ -382,4 +382,5 @@ register(PolicyInfo(
     "oracle", OracleParams, OraclePolicy,
     "bound: Belady's farthest-next-use analogue on the identifiers the recorded future needs (issue 13)",
     "the bound: within a budget, keep exactly what later requests need (reads the future; never a choice)",
-    __name__))
+    __name__,
+    budget=lambda params, tokens: {"budget": tokens}, weight=2.0))

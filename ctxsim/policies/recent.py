@@ -95,4 +95,5 @@ REFERENCE = PlainRecent
 register(PolicyInfo(
     "recent", RecentParams, RecentPolicy,
     "OpenHands RecentEventsCondenser (keep_first=1, max_events=100)",
-    "keep the first K and the newest messages, drop the middle", __name__))
+    "keep the first K and the newest messages, drop the middle", __name__,
+    space={"keep_first": (1, 2, 4), "keep_last": (10, 20, 40, 60, 99, 150, 250)}, weight=2.1))

@@ -41,7 +41,7 @@ from operator import attrgetter
 
 from ctxsim._support.memo import IdentityMemo
 from ctxsim.model import Message
-from ctxsim.params import field_doc
+from ctxsim.params import TRIGGERS, field_doc
 from ctxsim.policies import PolicyInfo, register
 from ctxsim.policies._spans import Items
 from ctxsim.policies.base import Drop, Edit, Item, View
@@ -655,4 +655,12 @@ REFERENCE = PlainScored
 register(PolicyInfo(
     "scored", ScoredParams, ScoredPolicy,
     "seed 004 priority queuing: tiers 0-4, score = tier bias + 3 x recency + 2 x relevance",
-    "evict the lowest-scored messages until the prompt fits the budget; tier 0 never", __name__))
+    "evict the lowest-scored messages until the prompt fits the budget; tier 0 never", __name__,
+    budget=lambda params, tokens: {"budget": tokens},
+    space={
+        "budget": TRIGGERS,
+        "recent_turns": (1, 2, 3, 5, 8),
+        "recency_weight": (1.0, 3.0, 6.0),
+        "relevance_weight": (0.0, 2.0, 4.0),
+    },
+    weight=7.4))

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ctxsim.params import field_doc
+from ctxsim.params import TRIGGERS, field_doc
 from ctxsim.policies import PolicyInfo, register
 from ctxsim.policies.base import Edit, Item, SideCall, View
 from ctxsim.policies.compact import current_notes, last_answer, protected, safe_cut, summarise_items, text_tokens
@@ -117,4 +117,8 @@ class ServerCompactPolicy:
 register(PolicyInfo(
     "server_compact", ServerCompactParams, ServerCompactPolicy,
     "Anthropic compact_20260112 (server-side compaction)",
-    "past a trigger, replace the whole conversation with one compaction summary", __name__))
+    "past a trigger, replace the whole conversation with one compaction summary", __name__,
+    budget=lambda params, tokens: {"trigger": tokens},
+    space={"trigger": TRIGGERS, "pause_after_compaction": (False, True)},
+    weight=1.9,
+    api_edit="compact_20260112"))

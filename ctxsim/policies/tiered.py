@@ -51,7 +51,7 @@ from typing import Literal, NamedTuple
 
 from ctxsim.model import Message
 from ctxsim.model import written as new_message
-from ctxsim.params import field_doc
+from ctxsim.params import TRIGGERS, field_doc
 from ctxsim.policies import PolicyInfo, register
 from ctxsim.policies._spans import picked, unit_head, unit_holds_pinned
 from ctxsim.policies.base import NO_TAGS, Change, Drop, Edit, Insert, Item, Replace, Summarize, View
@@ -799,4 +799,12 @@ def summary_of(message: Message) -> str:
 register(PolicyInfo(
     "tiered", TieredParams, TieredPolicy,
     "yoagent src/context.rs 0.15-0.21 compact_messages L1-L3 + effective_target_ratio; context_cache_test replay",
-    "truncate tool output, then summarise old turns, then drop the middle, to an adaptive target", __name__))
+    "truncate tool output, then summarise old turns, then drop the middle, to an adaptive target", __name__,
+    budget=lambda params, tokens: {"max_context_tokens": tokens},
+    space={
+        "max_context_tokens": TRIGGERS,
+        "keep_recent": (4, 6, 10, 16, 24),
+        "tool_output_max_lines": (50, 100, 200, 400),
+        "compact_target_ratio": (0.5, 0.6, 0.7, 0.8),
+    },
+    weight=2.2))

@@ -235,4 +235,5 @@ REFERENCE = TruncateReference
 register(PolicyInfo(
     "truncate", TruncateParams, TruncatePolicy,
     "yoagent src/context.rs 0.15+ level 1 (truncate_text_head_tail, truncate_tool_output_on_append)",
-    "cut tool output to its head and tail lines, on append or retroactively", __name__))
+    "cut tool output to its head and tail lines, on append or retroactively", __name__,
+    space={"max_lines": (20, 50, 100, 200, 400, 800)}, weight=1.3))

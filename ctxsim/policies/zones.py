@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ctxsim.model import Message
-from ctxsim.params import field_doc
+from ctxsim.params import TRIGGERS, field_doc
 from ctxsim.policies import PolicyInfo, register
 from ctxsim.policies._spans import Items, close_drop, picked, units
 from ctxsim.policies.base import NO_TAGS, Change, Drop, Edit, Replace, SideCall, Summarize, View
@@ -432,4 +432,7 @@ REFERENCE = PlainZones
 register(PolicyInfo(
     "zones", ZonesParams, ZonesPolicy,
     "seed 004 three-zone enforcement (green <70%, yellow 70-85%, red 85-95%, critical)",
-    "by share of the window: summarise the oldest 20% (yellow) or keep only the last 3 turns (red)", __name__))
+    "by share of the window: summarise the oldest 20% (yellow) or keep only the last 3 turns (red)", __name__,
+    budget=lambda params, tokens: {"window": tokens},
+    space={"window": TRIGGERS, "yellow_fraction": (0.1, 0.2, 0.3), "red_keep_turns": (1, 2, 3, 5)},
+    weight=2.2))

@@ -41,9 +41,9 @@ from ctxsim.presets import Preset, register
 from ctxsim.tokens.counting import Framing, MessageSizer
 
 if TYPE_CHECKING:  # the engine imports the policies; load it only when a replay runs
-    from ctxsim.engine import PolicyRun
     from ctxsim.model import Trace
     from ctxsim.policies.base import Context, Edit
+    from ctxsim.replay.engine import PolicyRun
 
 FRAMING = Framing(message_tokens=4, tool_call_tokens=8, tool_result_tokens=4, count_tool_result_name=True,
                   count_call_name=True)
@@ -131,7 +131,7 @@ def policy(min_headroom_ratio: float = 0.15, probe: BytesProbe | None = None) ->
 
 def replay_yoagent(turns: int, min_headroom_ratio: float = 0.15, trace: Trace | None = None) -> YoagentReplay:
     """`ctxsim synth --profile yoagent --turns N` (or `trace`) replayed under the preset."""
-    from ctxsim.engine import Replayer, Setup
+    from ctxsim.replay.engine import Replayer, Setup
     from ctxsim.synth import synthesize
 
     if trace is None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from ctxsim._support.fileio import atomic_write, replace_folder
 from ctxsim.errors import CtxsimError, did_you_mean
 from ctxsim.registry import Registry
-from ctxsim.run import RunResult
+from ctxsim.replay.run import RunResult
 
 # Output formats, with the file suffixes they are guessed from.
 FORMATS: dict[str, tuple[str, ...]] = {

@@ -10,9 +10,9 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any
 
-from ctxsim.engine import PolicyRun
 from ctxsim.errors import CtxsimError
-from ctxsim.run import RunResult
+from ctxsim.replay.engine import PolicyRun
+from ctxsim.replay.run import RunResult
 
 
 # ---------------------------------------------------------------- artefact

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from ctxsim.meter import Totals
+from ctxsim.replay.meter import Totals
+from ctxsim.replay.run import RunResult, none_run, recorded_of_result
 from ctxsim.reports._terminal import TableData, column_names, money, pct, recorded_cost_cell
-from ctxsim.run import RunResult, none_run, recorded_of_result
 
 OVERFLOW = "window-reserve"
 

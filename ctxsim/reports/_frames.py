@@ -13,9 +13,9 @@ from decimal import Decimal
 from typing import Any
 
 from ctxsim.errors import CtxsimError
-from ctxsim.meter import MONEY_FIELDS, EventRecord, Row
+from ctxsim.replay.meter import MONEY_FIELDS, EventRecord, Row
+from ctxsim.replay.run import RunResult
 from ctxsim.reports._common import labels
-from ctxsim.run import RunResult
 
 MONEY = (*MONEY_FIELDS, "summarize_cost_usd", "own_cost_usd",  # a row's, and the run total of summarizer calls
          "refetch_cost_usd", "cost_with_refetch_usd")  # loss metered (ctxsim.loss): re-fetches priced
@@ -94,7 +94,7 @@ RECORDED_INT = ("own_cost_sessions",)
 
 def _add_recorded(result: RunResult, records: list[dict[str, Any]], common: dict[str, Any]) -> None:
     """The `recorded` row (what was billed) and, on the `none` row, its difference from it."""
-    from ctxsim.run import none_run, recorded_gap, recorded_of_result
+    from ctxsim.replay.run import none_run, recorded_gap, recorded_of_result
 
     rec = recorded_of_result(result)
     if rec is None:

@@ -102,6 +102,9 @@ def terminal_notes(result: Any) -> list[str]:
 
     if weighs_loss(result) and starred(result) is None:
         out.append("note: no policy is starred: each overflows or has more recall misses than allowed")
+    said = (result.manifest.get("loss") or {}).get("meter_note")
+    if said:  # the loss meter checked against the re-fetches the agents made after this trace's own compactions
+        out.append(f"note: {said}")
     table = retention_rows(result)
     if table:
         out.append("facts still in the managed context (probes; yes/no per checkpoint):")

@@ -15,8 +15,8 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.table import Table
 
-from ctxsim.meter import Totals
-from ctxsim.run import RunResult, recorded_gap, recorded_of_result
+from ctxsim.replay.meter import Totals
+from ctxsim.replay.run import RunResult, recorded_gap, recorded_of_result
 
 
 @dataclass
@@ -128,7 +128,14 @@ def recorded_column(rec: Any) -> list[str]:
 
 def head_lines(result: RunResult) -> list[str]:
     """Lines said above the tables: the calibration used, `none` off the bill, the trace's own cost."""
-    from ctxsim.recorded import calibration_line, calibration_notes, coverage_line, gap_line, own_cost_line, warning
+    from ctxsim.replay.recorded import (
+        calibration_line,
+        calibration_notes,
+        coverage_line,
+        gap_line,
+        own_cost_line,
+        warning,
+    )
 
     out = []
     if not any(row.kind == "request" for run in result.runs for row in run.rows):
@@ -142,8 +149,6 @@ def head_lines(result: RunResult) -> list[str]:
     if pair is not None:
         rec, g = pair
         out.append(warning(rec, g) or gap_line(g))
-        from ctxsim.analysis.predict import predicted_line
-
         said = predicted_line(result.manifest)
         if said:
             out.append(said)
@@ -269,3 +274,17 @@ def emit(result: RunResult, out: TextIO, every: int | None, terminal: bool) -> N
 def totals_line(totals: Totals) -> str:
     return (f"{totals.requests:,} requests, peak {totals.peak_context_tokens:,} tokens, "
             f"hit rate {pct(totals.hit_rate)}, cost {money(totals.cost_usd)}")
+
+
+def predicted_line(manifest: dict[str, Any]) -> str | None:
+    """The line said beside `none` against the bill (replay, compare): its predicted error; None without one."""
+    entry = manifest.get("calibration")
+    block = entry.get("predicted") if isinstance(entry, dict) else None
+    if not isinstance(block, dict):
+        return None
+    error = block.get("cost_error")
+    cost = "-" if error is None else f"{error * 100:+.2f}%"
+    return (f"none predicted (fitted on the first {block['fit_on']:.0%} of each session, no recorded cache fact; "
+            f"scored on the other {block['scored_requests']:,} requests): cost {cost}, prompt error median "
+            f"{block['prompt_error_median'] * 100:.2f}%, p90 {block['prompt_error_p90'] * 100:.2f}%, hit rate "
+            f"{block['hit_rate_simulated'] * 100:.2f}% against {block['hit_rate_recorded'] * 100:.2f}% billed")

@@ -26,10 +26,10 @@ skipped in bundles, and `ctxsim report -f png --chart composition` says why.
 from __future__ import annotations
 
 from ctxsim.composition import HEAD, Composition
+from ctxsim.replay.run import RunResult
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
 from ctxsim.reports._common import composition_of, labels, short, starred_run, window_of, winner
-from ctxsim.run import RunResult
 
 MAX_SERIES = 8  # series per panel; smaller tools fold into "tool:other"
 MAX_PANELS = 8  # small multiples at most (4 rows of 2): the baseline and the verdict's winner always shown

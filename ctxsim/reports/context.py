@@ -15,10 +15,10 @@ cut off marked, so the managed policies are not flattened against the axis.
 
 from __future__ import annotations
 
+from ctxsim.replay.run import RunResult
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
 from ctxsim.reports._common import labels, request_rows, short, starred_run, thresholds, window_of
-from ctxsim.run import RunResult
 
 MARKERS = {  # event kind -> (marker, legend text)
     "clear": ("v", "clear"),

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from ctxsim.replay.run import RunResult
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
 from ctxsim.reports._common import labels, money, short
-from ctxsim.run import RunResult
 
 LOG_ABOVE = 30  # a log axis when the dearest curve ends this many times above the cheapest total
 

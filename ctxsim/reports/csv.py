@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import io
 
+from ctxsim.replay.run import RunResult
 from ctxsim.reports import TABLES, Options, ReportInfo, register
 from ctxsim.reports._frames import frame
-from ctxsim.run import RunResult
 
 
 def render(result: RunResult, fmt: str, options: Options) -> str:

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from ctxsim.engine import PolicyRun
 from ctxsim.errors import CtxsimError, did_you_mean
+from ctxsim.replay.engine import PolicyRun
+from ctxsim.replay.run import RunResult
 from ctxsim.reports._common import change, label, money, pct, signed_pct
-from ctxsim.run import RunResult
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from ctxsim.replay.run import RunResult, none_run, recorded_gap, recorded_of_result
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports._common import (
     change,
@@ -29,7 +30,6 @@ from ctxsim.reports._common import (
     window_of,
     winner,
 )
-from ctxsim.run import RunResult, none_run, recorded_gap, recorded_of_result
 
 WORST = 5
 EVENT_STEPS = (None, 200, 100, 50, 20, 10, 5, 0)  # events shown per policy, tried in turn until it fits
@@ -198,7 +198,7 @@ def comparison(result: RunResult, names: Sequence[str]) -> list[str]:
 
 def recorded_lines(result: RunResult) -> list[str]:
     """Said above the table: `none` off the recorded bill by more than 3 %, the trace's own cost beside ctxsim's."""
-    from ctxsim.recorded import own_cost_line, warning
+    from ctxsim.replay.recorded import own_cost_line, warning
 
     out = []
     pair = recorded_gap(result)
@@ -234,7 +234,7 @@ def assumptions(result: RunResult) -> str:
         f"trace {trace.get('name', '?')} {code(digest[:19])} ({requests:,} requests)",
         f"ctxsim {m.get('ctxsim_version', '?')}",
     ]
-    from ctxsim.recorded import calibration_line, calibration_notes
+    from ctxsim.replay.recorded import calibration_line, calibration_notes
 
     calibration = calibration_line(m)
     if calibration:

@@ -17,11 +17,11 @@ from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from ctxsim.engine import PolicyRun
+from ctxsim.replay.engine import PolicyRun
+from ctxsim.replay.run import RunResult
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
 from ctxsim.reports._common import labels, money, short, starred_run, winner
-from ctxsim.run import RunResult
 
 if TYPE_CHECKING:  # matplotlib itself is imported when a chart is drawn
     from matplotlib.axes import Axes

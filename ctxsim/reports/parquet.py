@@ -9,9 +9,9 @@ from __future__ import annotations
 import importlib.util
 import io
 
+from ctxsim.replay.run import RunResult
 from ctxsim.reports import TABLES, Options, ReportInfo, register
 from ctxsim.reports._frames import frame
-from ctxsim.run import RunResult
 
 
 def _missing(result: RunResult) -> str | None:

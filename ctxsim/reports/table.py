@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import io
 
+from ctxsim.replay.run import RunResult
 from ctxsim.reports import Options, ReportInfo, register
-from ctxsim.run import RunResult
 
 
 def render(result: RunResult, fmt: str, options: Options) -> str:

@@ -12,10 +12,10 @@ stack is the mean over a few consecutive requests (the title says so).
 
 from __future__ import annotations
 
+from ctxsim.replay.run import RunResult
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
 from ctxsim.reports._common import labels, short, starred_run, window_of, winner
-from ctxsim.run import RunResult
 
 PARTS = [  # (row field, legend text, colour)
     ("cache_read_tokens", "cache read", "#0072B2"),

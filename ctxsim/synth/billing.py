@@ -74,8 +74,8 @@ def expected_prefix(trace: Trace, hidden_tokens: int, token_scale: float) -> lis
 def record(trace: Trace, seed: int = 0, *, hidden_tokens: int, token_scale: float, message_tokens: int,
            cold_rate: float) -> Trace:
     """`trace` with every response's `usage` as the provider would have billed it (module doc)."""
-    from ctxsim.engine import Replayer, Setup
     from ctxsim.policies import parse_policy
+    from ctxsim.replay.engine import Replayer, Setup
     from ctxsim.tokens import TokenCounter, get_tokenizer
     from ctxsim.tokens.counting import Framing, MessageSizer
 

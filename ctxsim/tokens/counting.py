@@ -68,6 +68,9 @@ _GUTTER = re.compile(r"^\s*\d+(?:→|\t)", re.MULTILINE)
 _SEPARATORS = str.maketrans("", "", "_-. ")
 
 
+BASE_FRAMING = Framing(message_tokens=0, tool_call_tokens=0, tool_result_tokens=0)  # counted tokens alone
+
+
 def tool_key(name: str | None) -> str:
     """A tool name as the class lists hold it: lower case, without `_`, `-`, `.` or spaces."""
     return name.lower().translate(_SEPARATORS) if name else ""

@@ -16,10 +16,10 @@ from typing import Any
 import policy_story
 from helpers import T0, replay, session_of
 
-from ctxsim.engine import PolicyRun
 from ctxsim.model import Message, ToolCall, Trace, format_ts
 from ctxsim.policies import Stages, parse_policy
 from ctxsim.policies.base import Item, View
+from ctxsim.replay.engine import PolicyRun
 
 
 def story(turns: int, output: Callable[[int], str] = lambda n: "x" * 400, tool: Callable[[int], str] = lambda n: "bash",

@@ -17,7 +17,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_loss import known_trace  # three reads, each result holding two identifiers only it has
 
-from ctxsim.engine import Replayer, Setup
 from ctxsim.errors import CtxsimError, ParameterError
 from ctxsim.loss import TraceIndex, metered_run
 from ctxsim.loss.identifiers import extract, message_identifiers
@@ -25,7 +24,8 @@ from ctxsim.model import Message, Session, ToolCall, Trace
 from ctxsim.policies import NoParams, make_policy, policies
 from ctxsim.policies.oracle import NOTE_HEAD, Foresight, OracleParams, OraclePolicy, default_rules, rendered
 from ctxsim.policies.spec import resolve
-from ctxsim.sweep import with_budget
+from ctxsim.replay.budgets import with_budget
+from ctxsim.replay.engine import Replayer, Setup
 from ctxsim.tokens import TokenCounter, get_tokenizer
 from ctxsim.tokens.counting import MessageSizer
 

@@ -1,10 +1,11 @@
 """The parameter space `ctxsim tune` searches, per policy family.
 
-Each family's space names fields of the policy's own params dataclass (tests check every name and
-every value builds). A value is one of:
+A family is a policy that declares its space in its own registration (`PolicyInfo.space`, beside the
+policy); the space names fields of the policy's params dataclass (tests check every name and every value
+builds). A value is one of:
 
 - a plain value: the parameter is set to it;
-- `Rel(f)`: a token threshold, `f` times the reference: the `--budget` when one is given, else the
+- `Rel(f)` (ctxsim.params): a token threshold, `f` times the reference: the `--budget` when one is given, else the
   window minus the output reserve (so one space fits a 32k and a 1M window);
 - `Same(name)`: the value the trial gives parameter `name` (compact's compact_above follows its
   trigger, as a budget sets both in the sweep).
@@ -19,91 +20,29 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ctxsim.errors import CtxsimError, did_you_mean
+from ctxsim.params import Rel, Same
 
 
-@dataclass(frozen=True, order=True)
-class Rel:
-    """A threshold as a fraction of the reference tokens (the budget, else the window minus the reserve)."""
+def spaces() -> dict[str, Mapping[str, tuple[Any, ...]]]:
+    """Every family's space, as each policy declares it in its registration (`PolicyInfo.space`)."""
+    from ctxsim.policies import policies
 
-    fraction: float
-
-    def __str__(self) -> str:
-        return f"{self.fraction * 100:g}%"
-
-
-@dataclass(frozen=True)
-class Same:
-    """The value the trial gives another parameter."""
-
-    param: str
-
-    def __str__(self) -> str:
-        return f"={self.param}"
-
-
-TRIGGERS = tuple(Rel(f) for f in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0))
-
-SPACES: dict[str, dict[str, tuple[Any, ...]]] = {
-    "clear": {
-        "trigger": TRIGGERS,
-        "keep": (0, 1, 2, 3, 5, 8, 12),
-        "clear_at_least": (0, 2_000, 5_000, 10_000, 20_000),
-        "clear_tool_inputs": (False, True),
-    },
-    "compact": {
-        "trigger": TRIGGERS,
-        "compact_above": (Same("trigger"),),
-        "keep_recent": (2, 4, 6, 10, 16, 24),
-        "clear_at_least": (0, 5_000, 10_000, 20_000),
-        "summarizer": ("extractive", "llm"),
-    },
-    "server_compact": {
-        "trigger": TRIGGERS,
-        "pause_after_compaction": (False, True),
-    },
-    "tiered": {
-        "max_context_tokens": TRIGGERS,
-        "keep_recent": (4, 6, 10, 16, 24),
-        "tool_output_max_lines": (50, 100, 200, 400),
-        "compact_target_ratio": (0.5, 0.6, 0.7, 0.8),
-    },
-    "scored": {
-        "budget": TRIGGERS,
-        "recent_turns": (1, 2, 3, 5, 8),
-        "recency_weight": (1.0, 3.0, 6.0),
-        "relevance_weight": (0.0, 2.0, 4.0),
-    },
-    "zones": {
-        "window": TRIGGERS,
-        "yellow_fraction": (0.1, 0.2, 0.3),
-        "red_keep_turns": (1, 2, 3, 5),
-    },
-    "mask": {
-        "keep": (1, 2, 3, 5, 8, 10, 15, 20, 30),
-    },
-    "recent": {
-        "keep_first": (1, 2, 4),
-        "keep_last": (10, 20, 40, 60, 99, 150, 250),
-    },
-    "truncate": {
-        "max_lines": (20, 50, 100, 200, 400, 800),
-    },
-}
+    return {name: info.space for name, info in policies().items() if info.space is not None}
 
 
 def families() -> list[str]:
-    return sorted(SPACES)
+    return sorted(spaces())
 
 
-def space_of(family: str) -> dict[str, tuple[Any, ...]]:
-    if family not in SPACES:
-        raise CtxsimError(f"--family: no parameter space for {family!r}{did_you_mean(family, SPACES)}; "
+def space_of(family: str) -> Mapping[str, tuple[Any, ...]]:
+    known = spaces()
+    if family not in known:
+        raise CtxsimError(f"--family: no parameter space for {family!r}{did_you_mean(family, known)}; "
                           f"families: {', '.join(families())}")
-    return SPACES[family]
+    return known[family]
 
 
 def grid_size(family: str) -> int:
@@ -160,4 +99,4 @@ def shown(setting: Mapping[str, Any]) -> str:
     return " ".join(parts)
 
 
-__all__ = ["SPACES", "Rel", "Same", "concrete", "families", "grid_size", "settings", "shown", "space_of"]
+__all__ = ["Rel", "Same", "concrete", "families", "grid_size", "settings", "shown", "space_of", "spaces"]

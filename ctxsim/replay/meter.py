@@ -61,7 +61,7 @@ class Row:
 
 
 @cache
-def _field_names(cls: type) -> tuple[str, ...]:
+def field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls))
 
 
@@ -73,7 +73,7 @@ def to_columns(records: Sequence[Any], cls: type) -> list[list[Any]]:
     halves the time a run takes to send and to load; a frozen record unpickles field by field).
     """
     columns = []
-    for name in _field_names(cls):
+    for name in field_names(cls):
         values = list(map(attrgetter(name), records))
         columns.append(list(map(str, values)) if name in MONEY_FIELDS else values)
     return columns
@@ -81,7 +81,7 @@ def to_columns(records: Sequence[Any], cls: type) -> list[list[Any]]:
 
 def from_columns(columns: list[list[Any]], cls: type[R]) -> list[R]:
     values = [list(map(Decimal, col)) if name in MONEY_FIELDS else col
-              for name, col in zip(_field_names(cls), columns, strict=True)]  # type: ignore[arg-type]  # a class is hashable; mypy sees type[R] as not
+              for name, col in zip(field_names(cls), columns, strict=True)]  # type: ignore[arg-type]  # a class is hashable; mypy sees type[R] as not
     return [cls(*record) for record in zip(*values, strict=True)]
 
 

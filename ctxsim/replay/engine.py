@@ -1,4 +1,4 @@
-"""The replay loop (DESIGN.md section 4).
+"""The replay loop.
 
 For each recorded model request, in order: append the messages that arrived
 since the previous request; let the policy decide; apply and check its edits;
@@ -27,11 +27,11 @@ from ctxsim.composition import Composition, Snapshots, column_of
 from ctxsim.errors import CtxsimError
 from ctxsim.history import Edit as Spliced
 from ctxsim.history import History, Item, PolicyViolation, SideCall, Splice
-from ctxsim.meter import EventRecord, Row, Totals, from_columns, to_columns
 from ctxsim.model import Message, Session, Trace, parse_ts
 from ctxsim.policies import Policy, effective
 from ctxsim.policies.base import DEFAULT_KIND, Drop, Edit, Insert, Observer, Replace, Summarize, Truncate, View
-from ctxsim.pricing import Bill, Pricer, price_data_version
+from ctxsim.pricing.prices import Bill, Pricer, price_data_version
+from ctxsim.replay.meter import EventRecord, Row, Totals, from_columns, to_columns
 from ctxsim.tokens.counting import Framing, MessageSizer, blocks
 
 DEFAULT_PROVIDER = "anthropic"

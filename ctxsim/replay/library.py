@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ctxsim.model import Trace
-    from ctxsim.run import RunResult
+    from ctxsim.replay.run import RunResult
 
 TABLES = ("runs", "requests", "events")
 DEFAULT_COMPARE = ("none", "clear", "compact", "truncate", "tiered", "mask", "zones", "scored", "hierarchical")
@@ -106,7 +106,7 @@ def load_trace(path: str | Path | Sequence[str | Path], fmt: str | None = None,
 
 def load_run(path: str | Path) -> Result:
     """A saved run artefact (`run.json` of `replay -o` or `compare -o`)."""
-    from ctxsim.run import RunResult
+    from ctxsim.replay.run import RunResult
 
     return Result(RunResult.load(path))
 
@@ -119,7 +119,7 @@ def replay(trace: str | Path, policies: str | Iterable[str] = "none", *, fmt: st
     reserve, framing (a `ctxsim.tokens.counting.Framing`), skip_bad_lines, jobs. Calibrated by default, as the
     command line is, where the trace recorded usage.
     """
-    from ctxsim.api import Options, replay_trace
+    from ctxsim.replay.api import Options, replay_trace
 
     return Result(replay_trace(str(trace), _specs(policies), fmt=fmt,
                                options=Options(calibrate=calibrate, **options)))
@@ -129,7 +129,7 @@ def compare(trace: str | Path, policies: str | Iterable[str] = DEFAULT_COMPARE, 
             fmt: str | None = None, calibrate: bool = True, **options: Any) -> Result:
     """`replay` with `none` always first (the baseline every saving is against), optionally priced under
     several providers (`"openai:gpt-4.1"`)."""
-    from ctxsim.api import Options, replay_trace
+    from ctxsim.replay.api import Options, replay_trace
 
     specs = _specs(policies)
     if not any(s.split(":", 1)[0] == "none" for s in specs):

@@ -120,7 +120,7 @@ class _Pricers:
 
     def get(self, provider: str | None, model: str | None) -> Any:
         from ctxsim.errors import CtxsimError
-        from ctxsim.pricing import Pricer
+        from ctxsim.pricing.prices import Pricer
 
         if not model:
             return self.fallback
@@ -162,7 +162,7 @@ class RecordedSum:
         self.run_covered: list[tuple[Decimal | None, Decimal]] = []
 
     def add(self, session: Session) -> None:
-        from ctxsim.pricing import Bill
+        from ctxsim.pricing.prices import Bill
 
         self.total += session.requests
         mine = Decimal(0)
@@ -401,7 +401,7 @@ def calibration_notes(manifest: dict[str, Any]) -> list[str]:
 
 def recorded_json(result: Any) -> dict[str, Any] | None:
     """The `recorded` entry of `--json`: the bill, `none` against it, and the lines said about them."""
-    from ctxsim.run import recorded_gap, recorded_of_result
+    from ctxsim.replay.run import recorded_gap, recorded_of_result
 
     rec = recorded_of_result(result)
     if rec is None:

@@ -21,11 +21,11 @@ from typing import Any
 from ctxsim import __version__
 from ctxsim._support.fileio import atomic_write
 from ctxsim.composition import Composition
-from ctxsim.engine import PolicyRun, Replayer
 from ctxsim.errors import CtxsimError
-from ctxsim.meter import EventRecord, Row, Totals, _field_names
 from ctxsim.params import as_dict
-from ctxsim.pricing import price_data_latest_change, price_data_version
+from ctxsim.pricing.prices import price_data_latest_change, price_data_version
+from ctxsim.replay.engine import PolicyRun, Replayer
+from ctxsim.replay.meter import EventRecord, Row, Totals, field_names
 from ctxsim.tokens import label
 
 SCHEMA = "ctxsim.run/2"
@@ -36,14 +36,14 @@ SCHEMAS = ("ctxsim.run/1", "ctxsim.run/2")  # read both; write the newest
 
 
 def _columns(records: list[Any], cls: type) -> dict[str, Any]:
-    from ctxsim.meter import to_columns
+    from ctxsim.replay.meter import to_columns
 
-    return {"columns": list(_field_names(cls)), "values": to_columns(records, cls)}
+    return {"columns": list(field_names(cls)), "values": to_columns(records, cls)}
 
 
 def _column(records: list[Any], name: str) -> list[Any]:
     """One field of `records` as `to_columns` gives it (money as text)."""
-    from ctxsim.meter import MONEY_FIELDS
+    from ctxsim.replay.meter import MONEY_FIELDS
 
     values = list(map(attrgetter(name), records))
     return list(map(str, values)) if name in MONEY_FIELDS else values
@@ -78,8 +78,8 @@ class RunResult:
         def block(records: list[Any], cls: type) -> dict[str, Any]:
             if mark is None:
                 return _columns(records, cls)
-            return {"columns": list(_field_names(cls)),
-                    "values": [mark(functools.partial(_column, records, name)) for name in _field_names(cls)]}
+            return {"columns": list(field_names(cls)),
+                    "values": [mark(functools.partial(_column, records, name)) for name in field_names(cls)]}
 
         def composition(of: Composition) -> dict[str, Any]:
             out = of.to_json()
@@ -222,8 +222,8 @@ def manifest(replayer: Replayer, trace_path: str) -> dict[str, Any]:
 
 
 def recorded_json(trace: Any, pricer: Any) -> dict[str, Any] | None:
-    """The trace's recorded bill (ctxsim.recorded), None when it recorded no usage."""
-    from ctxsim.recorded import recorded_of
+    """The trace's recorded bill (ctxsim.replay.recorded), None when it recorded no usage."""
+    from ctxsim.replay.recorded import recorded_of
 
     return recorded_block(recorded_of(trace, pricer), trace, pricer)
 
@@ -233,7 +233,7 @@ def recorded_block(recorded: Any, trace: Any, pricer: Any) -> dict[str, Any] | N
     the first that names its provider or model, whose own pricing the bill is compared with."""
     if recorded is None:
         return None
-    from ctxsim.engine import Setup, own_models, resolve
+    from ctxsim.replay.engine import Setup, own_models, resolve
 
     try:  # the trace's own provider and models: the `none` run compared with the bill is priced so
         own, _ = resolve(trace, Setup())
@@ -257,8 +257,8 @@ def provider_rules(replayer: Replayer) -> list[str]:
 
 
 def recorded_of_result(result: RunResult) -> Any:
-    """The run's recorded bill (ctxsim.recorded.Recorded), None when the trace recorded no usage."""
-    from ctxsim.recorded import Recorded
+    """The run's recorded bill (ctxsim.replay.recorded.Recorded), None when the trace recorded no usage."""
+    from ctxsim.replay.recorded import Recorded
 
     block = result.manifest.get("recorded")
     return Recorded.from_json(block) if block else None
@@ -277,7 +277,7 @@ def none_run(result: RunResult) -> PolicyRun | None:
 
 def recorded_gap(result: RunResult) -> Any:
     """(Recorded, Gap of `none` against it), or None when there is no recorded usage or no `none` run."""
-    from ctxsim.recorded import gap
+    from ctxsim.replay.recorded import gap
 
     recorded = recorded_of_result(result)
     base = none_run(result)

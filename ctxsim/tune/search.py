@@ -1,7 +1,7 @@
 """`ctxsim tune`: search a policy family's parameters on one or many traces for the cheapest setting
 that loses no more than the user allows.
 
-Each trial is one setting of the family's space (ctxsim.tune_space), replayed on every trace with
+Each trial is one setting of the family's space (ctxsim.tune.space), replayed on every trace with
 the loss meter watching (ctxsim.loss): per trial the open-loop cost, the cost with re-fetches (every
 recall miss whose source was a tool result charged as a re-read), the recall misses, the peak
 context. A trial *overflows* when any request of any trace holds more than the limit: the budget
@@ -28,7 +28,7 @@ from typing import Any
 
 from ctxsim.errors import CtxsimError, ParameterError
 from ctxsim.loss.refetch import ASSUMPTION as REFETCH_ASSUMPTION
-from ctxsim.tune_space import concrete, settings, shown
+from ctxsim.tune.space import concrete, settings, shown
 
 
 @dataclass
@@ -37,7 +37,7 @@ class Target:
 
     path: str
     trace: Any  # ctxsim.model.Trace
-    replayer: Any  # ctxsim.engine.Replayer
+    replayer: Any  # ctxsim.replay.engine.Replayer
     window: int
     limit: int  # a request's context must stay at most this: the budget, else the window minus the reserve
     index: Any  # the loss meter's per-trace identifier index
@@ -99,13 +99,11 @@ class Outcome:
 
 def load_targets(paths: Sequence[str], options: Any, fmt: str | None, budget: Any | None) -> list[Target]:
     """Read, calibrate (as compare does) and count every trace once; the limit each trial is held to."""
-    from ctxsim.api import _setup_for
-    from ctxsim.engine import Replayer
     from ctxsim.formats import read_traces
     from ctxsim.policies import make_policy
     from ctxsim.policies.spec import Choice
-    from ctxsim.tokens import DEFAULT, TokenCounter, get_tokenizer
-    from ctxsim.tokens.counting import MessageSizer
+    from ctxsim.replay import runner
+    from ctxsim.replay.plan import replay_tasks
 
     counters: dict[str, Any] = {}
     out: list[Target] = []
@@ -113,53 +111,33 @@ def load_targets(paths: Sequence[str], options: Any, fmt: str | None, budget: An
         trace = read_traces([path], fmt, skip_bad_lines=options.skip_bad_lines)
         opts = options
         if opts.calibrate:
-            import dataclasses
-
-            from ctxsim.analysis.calibrate import calibrated
-            from ctxsim.engine import Setup
-
-            trace, framing, setup, _ = calibrated(trace, opts.tokenizer or DEFAULT, opts.framing,
-                                                  Setup(hidden_prefix_tokens=opts.hidden_prefix_tokens))
-            opts = dataclasses.replace(opts, framing=framing, hidden_prefix_tokens=setup.hidden_prefix_tokens)
-        tokenizer, framing, setup = _setup_for(Choice("none", make_policy("none")), opts)
-        counter = counters.get(tokenizer)
-        if counter is None:
-            counter = counters[tokenizer] = TokenCounter(get_tokenizer(tokenizer))
-        replayer = Replayer(trace, MessageSizer(counter, framing), setup)
+            trace, opts, _ = runner.calibrate(trace, opts)
+        [(_, _, replayer)] = replay_tasks(trace, [Choice("none", make_policy("none"))], opts, (), counters=counters)
         window = replayer.resolved.window
+        reserve = replayer.setup.output_reserve
         if budget is None:
-            limit = window - setup.output_reserve
+            limit = window - reserve
             if limit <= 0:
-                raise CtxsimError(f"{path}: the output reserve ({setup.output_reserve:,}) leaves nothing of the "
+                raise CtxsimError(f"{path}: the output reserve ({reserve:,}) leaves nothing of the "
                                   f"{window:,}-token window; give --budget or a smaller --reserve")
         else:
             limit = budget.resolve(window)
             if limit <= 0:
                 raise CtxsimError(f"{path}: --budget {budget.label} of a {window:,}-token window is 0 tokens")
-        out.append(Target(path, trace, replayer, window, limit, loss_index(trace)))
+        out.append(Target(path, trace, replayer, window, limit, runner.loss_index(trace)))
     return out
 
 
 # ---------------------------------------------------------------- measuring one run
 
 
-def loss_index(trace: Any) -> Any:
-    """The loss meter's identifier index of `trace`, built once and shared by every run on it (forked
-    workers inherit it)."""
-    from ctxsim.loss import TraceIndex
-    from ctxsim.policies.oracle import share
-
-    index = TraceIndex().prime(trace.sessions)
-    share(index)  # the oracle reads the same index
-    return index
-
-
 def measure(target: Target, policy: Any, progress: Callable[[int], None] | None = None) -> Measured:
     """Replay `policy` on `target` with a fresh loss meter watching; its re-fetches priced."""
-    from ctxsim.loss import metered_run
+    from ctxsim.replay import runner
 
-    run = metered_run(target.replayer, policy, progress, target.index)
+    run = runner.run(target.replayer, policy, target.index, progress=progress)
     loss = run.loss
+    assert loss is not None
     peak = run.totals.peak_context_tokens
     return Measured(run.totals.cost_usd, run.totals.cost_usd + loss.refetch_cost_usd, loss.recall_misses,
                     loss.distinct_identifiers, len(loss.refetches), peak, peak > target.limit, run.totals.events)
@@ -205,7 +183,7 @@ def run_trials(family: str, trials: list[Trial], targets: Sequence[Target], jobs
         policy = _policy("oracle", {"budget": targets[j].limit}) if i < 0 else _policy(family, trials[i].params[j])
         return measure(targets[j], policy)
 
-    def done(k: int, _result: Measured) -> None:
+    def done(k: int, run_result: Measured) -> None:
         if progress is not None:
             progress(requests[cells[k][1]])
 

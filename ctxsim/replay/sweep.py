@@ -11,10 +11,12 @@ Each trace file is replayed on its own: a file holding several sessions replays 
 the other as `replay` does, and a Claude Code subagent file is a trace of its own (not linked to
 its parent's Task call, as it is when both are read together).
 
-Budgets. A budget is absolute (`50k`, `120000`) or a fraction of the trace's window (`60%`,
+Budgets (ctxsim.replay.budgets). A budget is absolute (`50k`, `120000`) or a fraction of the trace's window (`60%`,
 `0.6`; the window the replay resolves: `--window`, else the trace's, else the model's). What it
 sets depends on the policy family, stage by stage (a pipeline or a preset gets it in every stage
-that has one; it replaces what the spec or the preset wrote there):
+that has one; it replaces what the spec or the preset wrote there). Each policy declares what a budget
+sets in its own registration (`PolicyInfo.budget`, beside the policy); the manifest lists them
+(`budget_params`). Today:
 
     clear           trigger (when trigger_type is input_tokens)
     compact         trigger and compact_above (compact_at and headroom_tokens cleared)
@@ -49,36 +51,24 @@ function `(run, trace) -> {session_id: {column: value}}`.
 from __future__ import annotations
 
 import dataclasses
-import glob
 import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from ctxsim import __version__
 from ctxsim.errors import CtxsimError
+from ctxsim.replay.budgets import AS_WRITTEN, NO_BUDGET, Budget, takes_budget, with_budget
+from ctxsim.replay.inputs import expand_inputs
 
 SCHEMA = "ctxsim.sweep/1"
 CELLS_META_KEY = b"ctxsim.cells"
-NO_BUDGET = "-"
 LOSS_SCHEMA = "ctxsim.loss/1"  # the loss columns' rules (ctxsim.loss.SCHEMA): part of every cell's id
 OVERFLOW = "window-reserve"
-
-# family -> the parameters a budget of B tokens sets (None: cleared)
-BUDGET_PARAMS: dict[str, Callable[[int], dict[str, Any]]] = {
-    "clear": lambda b: {"trigger": b},
-    "compact": lambda b: {"trigger": b, "compact_above": b, "compact_at": None, "headroom_tokens": None},
-    "server_compact": lambda b: {"trigger": b},
-    "scored": lambda b: {"budget": b},
-    "tiered": lambda b: {"max_context_tokens": b},
-    "zones": lambda b: {"window": b},
-    "oracle": lambda b: {"budget": b},
-}
 
 # The loss columns: each function gets (PolicyRun, Replayer), the run metered (`run.loss`) by that replayer
 # (`replayer.trace` is the trace), and returns {session_id: {column: int | Decimal}}.
@@ -121,184 +111,7 @@ def recall_columns(run: Any, replayer: Any) -> dict[str, dict[str, Any]]:
 LOSS_METERS: list[LossMeter] = [recall_columns]
 
 
-# ---------------------------------------------------------------- budgets
-
-
-@dataclass(frozen=True)
-class Budget:
-    label: str  # as shown: "50k", "60%", or "-" (the policy as written)
-    tokens: int | None = None
-    fraction: Fraction | None = None
-
-    def resolve(self, window: int) -> int | None:
-        if self.tokens is not None:
-            return self.tokens
-        if self.fraction is not None:
-            return int(self.fraction * window)
-        return None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"label": self.label, "tokens": self.tokens,
-                "fraction": None if self.fraction is None else str(self.fraction)}
-
-
-AS_WRITTEN = Budget(NO_BUDGET)
-
-
-def parse_budgets(text: str | None) -> list[Budget]:
-    """`50k,100k,60%` -> budgets; None or empty: the policies as written."""
-    if not text or not text.strip():
-        return [AS_WRITTEN]
-    from ctxsim.params import _int
-
-    out: list[Budget] = []
-    for piece in (p.strip() for p in text.split(",")):
-        if not piece:
-            continue
-        try:
-            if piece.endswith("%"):
-                fraction = Fraction(piece[:-1].strip()) / 100
-                budget = Budget(piece, fraction=fraction)
-            elif "." in piece or "/" in piece:
-                fraction = Fraction(piece)
-                budget = Budget(piece, fraction=fraction)
-            else:
-                budget = Budget(piece, tokens=_int(piece))
-        except (ValueError, ZeroDivisionError):
-            raise CtxsimError(f"--budgets: {piece!r} is neither tokens (50000, 50k) nor a fraction of the window "
-                              "(60%, 0.6)") from None
-        if budget.fraction is not None and not 0 < budget.fraction <= 1:
-            raise CtxsimError(f"--budgets: {piece!r}: a fraction of the window must be above 0 and at most 100%")
-        if budget.tokens is not None and budget.tokens <= 0:
-            raise CtxsimError(f"--budgets: {piece!r}: a budget must be positive")
-        if any(b.label == budget.label for b in out):
-            raise CtxsimError(f"--budgets: {piece!r} given twice")
-        out.append(budget)
-    return out or [AS_WRITTEN]
-
-
-def _leaves(policy: Any) -> list[Any]:
-    stages = getattr(policy, "stages", None)
-    return [leaf for stage in stages for leaf in _leaves(stage)] if stages else [policy]
-
-
-def _budget_of(leaf: Any, tokens: int) -> dict[str, Any] | None:
-    make = BUDGET_PARAMS.get(leaf.name)
-    if make is None:
-        return None
-    if leaf.name == "clear" and getattr(leaf.params, "trigger_type", "input_tokens") != "input_tokens":
-        return None
-    return make(tokens)
-
-
-def takes_budget(policy: Any) -> bool:
-    return any(_budget_of(leaf, 1) is not None for leaf in _leaves(policy))
-
-
-def _spec_with(spec: str, values: dict[str, Any] | None) -> str:
-    """A stage's spec text with the budget's values in place of its own (the pipeline's label of the stage)."""
-    from ctxsim.errors import ParameterError
-    from ctxsim.params import split_spec
-
-    if not values:
-        return spec
-    try:
-        name, own = split_spec(spec)
-    except ParameterError:
-        return spec
-    merged = {**own, **{k: "none" if v is None else str(v) for k, v in values.items()}}
-    return name + ":" + ",".join(f"{k}={v}" for k, v in merged.items())
-
-
-def with_budget(policy: Any, tokens: int) -> Any:
-    """A fresh policy: `policy` with each stage's budget parameter(s) set to `tokens`."""
-    from ctxsim.errors import ParameterError
-    from ctxsim.policies import policies
-    from ctxsim.policies.pipeline import pipeline_of
-
-    stages = getattr(policy, "stages", None)
-    if stages:
-        specs = list(getattr(policy.params, "stages", ()) or [s.name for s in stages])
-        if len(specs) != len(stages):
-            specs = [s.name for s in stages]
-        built = [with_budget(s, tokens) for s in stages]
-        new_specs = [_spec_with(spec, _budget_of(stage, tokens)) for spec, stage in zip(specs, stages, strict=True)]
-        return pipeline_of(built, new_specs)
-    values = _budget_of(policy, tokens)
-    info = policies()[policy.name]
-    try:
-        params = dataclasses.replace(policy.params, **values) if values else policy.params
-        return info.factory(params)
-    except (ValueError, TypeError, ParameterError) as exc:
-        raise CtxsimError(f"policy {policy.name} at a budget of {tokens:,} tokens: {exc}") from None
-
-
 # ---------------------------------------------------------------- inputs
-
-
-GLOB_CHARS = frozenset("*?[")
-
-
-def expand_inputs(patterns: Sequence[str], fmt: str | None = None,
-                  left_out: list[tuple[str, str]] | None = None) -> list[str]:
-    """Trace files: files as given, folders searched recursively, globs expanded; sorted per pattern, no repeats.
-
-    The files of a folder that no reader takes are appended to `left_out` with why (a file named
-    alone is read, and fails there if it is not a trace)."""
-    from ctxsim._support.fileio import input_limits
-    from ctxsim.formats import scan_directory
-
-    out: list[str] = []
-    ignored = left_out if left_out is not None else []
-    seen: set[str] = set()
-
-    def add(path: str) -> None:
-        key = os.path.realpath(path)
-        if key not in seen:
-            seen.add(key)
-            out.append(path)
-
-    for pattern in patterns:
-        if os.path.isdir(pattern):
-            found, skipped = scan_directory(pattern, fmt, input_limits())
-            ignored.extend(skipped)
-            if not found:
-                raise CtxsimError(f"{pattern}: no trace files found in this directory")
-            for path in found:
-                add(path)
-        elif os.path.exists(pattern):
-            add(pattern)
-        elif GLOB_CHARS & set(pattern):
-            matches = sorted(glob.glob(pattern, recursive=True))
-            if not matches:
-                raise CtxsimError(f"{pattern}: no file matches this pattern")
-            for match in matches:
-                if os.path.isdir(match):
-                    found, skipped = scan_directory(match, fmt, input_limits())
-                    ignored.extend(skipped)
-                    for path in found:
-                        add(path)
-                else:
-                    add(match)
-        else:
-            raise CtxsimError(f"{pattern}: no such file or directory")
-    if not out:
-        raise CtxsimError("no trace files to sweep")
-    return out
-
-
-def is_corpus(patterns: Sequence[str], fmt: str | None = None) -> bool:
-    """A corpus: several paths, a glob (whatever it matches), a folder of more than one trace file."""
-    if len(patterns) != 1:
-        return True
-    only = patterns[0]
-    if os.path.isfile(only) or only == "-":
-        return False
-    if GLOB_CHARS & set(only):
-        return True
-    if not os.path.isdir(only):
-        return False  # let the one-trace path say what is wrong with it
-    return len(expand_inputs(patterns, fmt)) > 1
 
 
 def file_digest(path: str) -> str:
@@ -343,7 +156,7 @@ class TraceTask:
     digest: str
     trace_id: str
     fmt: str | None
-    options: Any  # ctxsim.api.Options
+    options: Any  # ctxsim.replay.plan.Options
     cells: tuple[CellSpec, ...]
     out_dir: str | None  # where the Parquet files go; None: none written
     dates: Any = None  # sweep_dates.DateRange: only the sessions that started in it; None: every session
@@ -420,10 +233,9 @@ def run_task(task: TraceTask) -> list[str] | tuple[str, str]:
 
 
 def _run_task(task: TraceTask) -> list[str]:
-    from ctxsim.engine import resolve as resolve_setup
     from ctxsim.formats import read_traces
     from ctxsim.policies.spec import Choice, resolve
-    from ctxsim.tokens import DEFAULT
+    from ctxsim.replay.engine import resolve as resolve_setup
 
     opts = dataclasses.replace(task.options, jobs=1)
     trace = read_traces([task.path], task.fmt, skip_bad_lines=opts.skip_bad_lines)
@@ -432,19 +244,16 @@ def _run_task(task: TraceTask) -> list[str]:
                           f"expected {task.digest[:19]}...)")
     skipped_sessions = None
     if task.dates is not None:  # --since/--until: the sessions that started in the range, counted
-        from ctxsim.sweep_dates import in_range
+        from ctxsim.replay.sweep_dates import in_range
 
         trace, outside, untimed = in_range(trace, task.dates)
         skipped_sessions = {"outside_dates": outside, "untimed": untimed}
     calibration: Any = None
-    if opts.calibrate:  # as api.replay_trace does
-        from ctxsim.analysis.calibrate import calibrated
-        from ctxsim.engine import Setup
+    if opts.calibrate:  # as every replay does
+        from ctxsim.replay.runner import calibrate
 
-        trace, framing, setup, calibration = calibrated(trace, opts.tokenizer or DEFAULT, opts.framing,
-                                                        Setup(hidden_prefix_tokens=opts.hidden_prefix_tokens))
-        opts = dataclasses.replace(opts, framing=framing, hidden_prefix_tokens=setup.hidden_prefix_tokens)
-    from ctxsim.api import _setup_for
+        trace, opts, calibration = calibrate(trace, opts)
+    from ctxsim.replay.plan import setup_for
 
     choices: list[Choice] = []
     budgets: list[int | None] = []
@@ -454,7 +263,7 @@ def _run_task(task: TraceTask) -> list[str]:
         if cell.budget.label != NO_BUDGET:
             window = cell.budget.tokens
             if window is None:
-                window = resolve_setup(trace, _setup_for(choice, opts)[2])[0].window
+                window = resolve_setup(trace, setup_for(choice, opts)[2])[0].window
             tokens = cell.budget.resolve(window)
             assert tokens is not None
             if tokens <= 0:
@@ -486,32 +295,29 @@ def _metered(trace: Any, path: str, choices: Sequence[Any], opts: Any) -> tuple[
     index for the trace's cells); the run artefact and each run's loss columns per session (LOSS_METERS)."""
     from ctxsim._support.collector import gc_paused
     from ctxsim._support.parallel import at_most
-    from ctxsim.api import _result, _tasks
-    from ctxsim.loss import TraceIndex, metered_run
+    from ctxsim.replay import runner
+    from ctxsim.replay.choices import run_result
+    from ctxsim.replay.plan import replay_tasks
 
     with gc_paused(), at_most(1):
-        tasks = _tasks(trace, choices, opts, ())
-        index = TraceIndex().prime(trace.sessions) if opts.loss else None
-        if index is not None:
-            from ctxsim.policies.oracle import share
-
-            share(index)  # an oracle cell reads the same index
+        tasks = replay_tasks(trace, choices, opts, ())
+        index = runner.loss_index(trace) if opts.loss else None  # an oracle cell reads the same index
         runs = []
         losses: list[dict[str, dict[str, Any]]] = []
         for choice, _, replayer in tasks:
-            run = metered_run(replayer, choice.policy, index=index) if opts.loss else replayer.run(choice.policy)
+            run = runner.run(replayer, choice.policy, index)
             runs.append((run, sorted(replayer.pricer.notes)))
             columns: dict[str, dict[str, Any]] = {}
             for meter in LOSS_METERS:
                 for sid, values in meter(run, replayer).items():
                     columns.setdefault(sid, {}).update(values)
             losses.append(columns)
-        return _result(tasks, runs, path), losses
+        return run_result(tasks, runs, path), losses
 
 
 def _recorded(trace: Any, provider: str | None) -> dict[str, dict[str, Any]]:
     """What each session's log says it was billed: its requests that recorded usage, priced as logged."""
-    from ctxsim.pricing import Bill, Pricer
+    from ctxsim.pricing.prices import Bill, Pricer
 
     pricers: dict[tuple[str, str], Any] = {}
     out: dict[str, dict[str, Any]] = {}
@@ -588,7 +394,7 @@ def _summary(task: TraceTask, cell: CellSpec, tokens: int | None, run: Any, mani
 def _arrow_table(cell: CellSpec, tokens: int | None, run: Any) -> Any:
     import pyarrow as pa
 
-    from ctxsim.meter import MONEY_FIELDS, Row, to_columns
+    from ctxsim.replay.meter import MONEY_FIELDS, Row, to_columns
 
     names = [f.name for f in dataclasses.fields(Row)]
     columns = to_columns(run.rows, Row)
@@ -668,7 +474,7 @@ def budgets_for(entry: PolicyEntry, budgets: Sequence[Budget]) -> list[Budget]:
 def plan(paths: Sequence[str], specs: Sequence[str], budgets: Sequence[Budget], options: Any, fmt: str | None,
          out_dir: str | None, dates: Any = None) -> Plan:
     from ctxsim.policies.spec import resolve
-    from ctxsim.pricing import price_data_version
+    from ctxsim.pricing.prices import price_data_version
 
     entries = resolve_policies(specs)  # bad specs fail before any work, and so do bad absolute budgets
     left_out: list[tuple[str, str]] = []
@@ -724,7 +530,7 @@ def execute(p: Plan, jobs: int, cluster: str | None = None,
             progress(len(task.cells))
 
     if cluster is not None:
-        from ctxsim.sweep_dask import run_on_cluster
+        from ctxsim.replay.sweep_dask import run_on_cluster
 
         run_on_cluster(cluster, tasks, run_task, take, jobs)
         return
@@ -743,209 +549,4 @@ def execute(p: Plan, jobs: int, cluster: str | None = None,
 # ---------------------------------------------------------------- aggregation and tables
 
 
-def _s(value: Decimal) -> str:
-    """Exact, never in exponent form (`0E-8`)."""
-    return format(value, "f")
-
-
-def _dec(text: str | None) -> Decimal:
-    return Decimal(text) if text is not None else Decimal(0)
-
-
-LOSS_ORDER = ("recall_misses", "distinct_identifiers", "refetches", "refetch_cost_usd", "cost_with_refetch_usd")
-
-
-def _loss_columns(summaries: Iterable[dict[str, Any]]) -> list[str]:
-    """The loss columns the cells have: the loss meter's in LOSS_ORDER, then any other meter's, sorted."""
-    names: set[str] = set()
-    for s in summaries:
-        for session in s["sessions"]:
-            names.update(session.get("loss", {}))
-    return [c for c in LOSS_ORDER if c in names] + sorted(names - set(LOSS_ORDER))
-
-
-@dataclass
-class Report:
-    """The sweep's results, aggregated from the cell summaries (no rows)."""
-
-    plan: Plan  # its `done`: each cell's summary as JSON text (parsed when read: text is a tenth of the dicts)
-
-    def summary(self, i: int, label: str, budget: str) -> dict[str, Any]:
-        summary: dict[str, Any] = json.loads(self.plan.done[self.plan.cells[(i, label, budget)]])
-        return summary
-
-    def summaries(self) -> Iterable[dict[str, Any]]:
-        return (json.loads(self.plan.done[cid]) for cid in sorted(set(self.plan.cells.values())))
-
-    def baseline_label(self) -> str:
-        return next(e.label for e in self.plan.policies if e.effective["name"] == "none")
-
-    def policy_rows(self) -> tuple[list[str], list[list[str]]]:
-        loss = _loss_columns(self.summaries())
-        headers = ["policy", "budget", "traces", "sessions", "requests", "cost_usd", "none_cost_usd",
-                   "saving_usd", "saving_pct", "sessions_over_window", "peak_context_tokens", "summarizer_cost_usd",
-                   "events"] + [f"loss_{c}" for c in loss]
-        base = self.baseline_label()
-        rows = []
-        for entry in self.plan.policies:
-            for budget in budgets_for(entry, self.plan.budgets):
-                cost = none_cost = summarize = Decimal(0)
-                sessions = requests = over = events = peak = 0
-                losses = {c: Decimal(0) for c in loss}
-                for i in range(len(self.plan.inputs)):
-                    s = self.summary(i, entry.label, budget.label)
-                    b = self.summary(i, base, NO_BUDGET)
-                    for sess in s["sessions"]:
-                        sessions += 1
-                        requests += sess["requests"]
-                        cost += _dec(sess["cost_usd"])
-                        summarize += _dec(sess["summarize_cost_usd"])
-                        over += sess["first_overflow_request"] is not None
-                        events += sess["events"]
-                        peak = max(peak, sess["peak_context_tokens"])
-                        for c in loss:
-                            losses[c] += Decimal(str(sess.get("loss", {}).get(c, 0)))
-                    none_cost += sum((_dec(x["cost_usd"]) for x in b["sessions"]), Decimal(0))
-                saving = none_cost - cost
-                pct = f"{saving / none_cost * 100:.1f}" if none_cost else "n/a"
-                rows.append([entry.label, budget.label, str(len(self.plan.inputs)), str(sessions), str(requests),
-                             _s(cost), _s(none_cost), _s(saving), pct, str(over), str(peak), _s(summarize),
-                             str(events)] + [_s(losses[c]) for c in loss])
-        return headers, rows
-
-    def session_rows(self) -> tuple[list[str], list[list[str]]]:
-        loss = _loss_columns(self.summaries())
-        headers = ["trace", "session", "policy", "budget", "budget_tokens", "requests", "cost_usd", "none_cost_usd",
-                   "saving_usd", "recorded_cost_usd", "peak_context_tokens", "first_overflow_request",
-                   "events"] + [f"loss_{c}" for c in loss]
-        base = self.baseline_label()
-        rows = []
-        for i, (path, _, _tid) in enumerate(self.plan.inputs):
-            b = {x["session"]: x for x in self.summary(i, base, NO_BUDGET)["sessions"]}
-            for entry in self.plan.policies:
-                for budget in budgets_for(entry, self.plan.budgets):
-                    s = self.summary(i, entry.label, budget.label)
-                    for sess in s["sessions"]:
-                        none_cost = _dec(b[sess["session"]]["cost_usd"])
-                        cost = _dec(sess["cost_usd"])
-                        first = sess["first_overflow_request"]
-                        rows.append([path, sess["session"], entry.label, budget.label,
-                                     "" if s["budget_tokens"] is None else str(s["budget_tokens"]),
-                                     str(sess["requests"]), _s(cost), _s(none_cost), _s(none_cost - cost),
-                                     sess.get("recorded_cost_usd") or "", str(sess["peak_context_tokens"]),
-                                     "" if first is None else str(first), str(sess["events"])]
-                                    + [str(sess.get("loss", {}).get(c, "")) for c in loss])
-        return headers, rows
-
-    def recorded(self) -> tuple[int, int, Decimal, Decimal]:
-        """(sessions whose every logged request is priced, sessions, their recorded bill, none's replay of them)."""
-        base = self.baseline_label()
-        priced = total = 0
-        cost = replayed = Decimal(0)
-        for i in range(len(self.plan.inputs)):
-            for sess in self.summary(i, base, NO_BUDGET)["sessions"]:
-                total += 1
-                if sess.get("recorded_cost_usd") is not None:
-                    priced += 1
-                    cost += Decimal(sess["recorded_cost_usd"])
-                    replayed += Decimal(sess["cost_usd"])
-        return priced, total, cost, replayed
-
-    def notes(self) -> list[str]:
-        notes: set[str] = set()
-        for s in self.summaries():
-            notes.update(s.get("price_notes", []))
-        return sorted(notes)
-
-    def date_counts(self) -> dict[str, Any] | None:
-        """--since/--until: the range, and how many sessions were replayed, outside it, or with no time to tell."""
-        if self.plan.dates is None:
-            return None
-        base = self.baseline_label()
-        outside = untimed = kept = 0
-        for i in range(len(self.plan.inputs)):
-            s = self.summary(i, base, NO_BUDGET)
-            outside += s.get("skipped_sessions", {}).get("outside_dates", 0)
-            untimed += s.get("skipped_sessions", {}).get("untimed", 0)
-            kept += len(s["sessions"])
-        dates: dict[str, Any] = self.plan.dates.to_json()
-        return dates | {"sessions_replayed": kept, "sessions_outside": outside, "sessions_untimed": untimed}
-
-    def date_notes(self) -> list[str]:
-        counts = self.date_counts()
-        if counts is None:
-            return []
-        untimed = counts["sessions_untimed"]
-        untimed_text = f"; {untimed:,} with no time to tell, skipped too" if untimed else ""
-        return [(f"{self.plan.dates.describe()}: {counts['sessions_replayed']:,} session(s) started in the range "
-                 f"and were replayed; {counts['sessions_outside']:,} outside it skipped{untimed_text}")]
-
-    def manifest(self) -> dict[str, Any]:
-        from ctxsim.pricing import price_data_latest_change, price_data_version
-
-        return {
-            "schema": SCHEMA,
-            "ctxsim_version": __version__,
-            "prices": price_data_version(),
-            "price_data_latest_change": price_data_latest_change(),
-            "price_notes": self.notes(),
-            "assumption": "open-loop replay: the agent's recorded outputs are replayed unchanged whatever the "
-                          "policy does",
-            "loss": self._loss_block(),
-            "budget_params": {
-                "clear": "trigger", "compact": "trigger, compact_above (compact_at, headroom_tokens cleared)",
-                "server_compact": "trigger", "scored": "budget", "tiered": "max_context_tokens", "zones": "window",
-                "oracle": "budget",
-                "others": "no budget: run once, budget '-'"},
-            "budgets": [b.to_json() for b in self.plan.budgets],
-            "policies": [{"label": e.label, "spec": e.spec, "effective": e.effective, "takes_budget": e.takes_budget,
-                          "cells": {b.label: self._effective_at(e, b) for b in budgets_for(e, self.plan.budgets)}}
-                         for e in self.plan.policies],
-            "options": options_json(self.plan.options) | {"format": self.plan.fmt}
-            | ({"dates": self.date_counts()} if self.plan.dates is not None else {}),
-            "inputs": [{"path": path, "digest": digest, "trace_id": tid} for path, digest, tid in self.plan.inputs],
-            "left_out": [{"path": path, "why": why} for path, why in self.plan.left_out],
-            "cells": len(self.plan.cells),
-            "dataset": "cells/trace=<trace_id>/<part>.parquet: per-request rows of the cells run together on that "
-                       "trace (columns cell, policy, budget, budget_tokens and the rows' fields); the cells' "
-                       "summaries as a JSON list in the file's metadata key ctxsim.cells",
-        }
-
-    def _loss_block(self) -> dict[str, Any]:
-        from ctxsim.loss.refetch import ASSUMPTION
-
-        return {"schema": LOSS_SCHEMA, "columns": _loss_columns(self.summaries()), "refetch_assumption": ASSUMPTION,
-                "rules": "ctxsim/loss/identifiers.py: a recall miss is an identifier a recorded answer uses that an "
-                         "earlier user or tool message held and no item of the managed context holds"}
-
-    def _effective_at(self, entry: PolicyEntry, budget: Budget) -> Any:
-        """The effective policy of a budget: the same for every trace when absolute, per trace when a fraction."""
-        if budget.label == NO_BUDGET:
-            return None
-        if budget.tokens is not None:
-            s = self.summary(0, entry.label, budget.label)
-            return s["policy"].get("params") if "stages" not in s["policy"] else s["policy"]["stages"]
-        return f"{budget.fraction} of each trace's window (per-trace effective parameters in each cell's summary)"
-
-
-def load_report(p: Plan) -> Report:
-    wanted = set(p.cells.values())
-    missing = wanted - set(p.done)
-    if missing:
-        raise CtxsimError(f"{len(missing)} cell(s) have no result")
-    return Report(p)
-
-
-def csv_text(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    import csv
-    import io
-
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(headers)
-    writer.writerows(rows)
-    return buffer.getvalue()
-
-
-__all__ = ["BUDGET_PARAMS", "LOSS_METERS", "Budget", "Plan", "Report", "TraceTask", "csv_text", "execute",
-           "expand_inputs", "is_corpus", "load_report", "parse_budgets", "plan", "run_task", "with_budget"]
+__all__ = ["LOSS_METERS", "Plan", "TraceTask", "execute", "plan", "run_task"]

@@ -11,10 +11,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from ctxsim.tune import REFETCH_ASSUMPTION, Measured, Outcome, Trial
-
-# families the Anthropic API runs itself: context_management edit type and the params it has
-EDIT_TYPES = {"clear": "clear_tool_uses_20250919", "server_compact": "compact_20260112"}
+from ctxsim.tune.search import REFETCH_ASSUMPTION, Measured, Outcome, Trial
 
 
 def _money(value: Decimal) -> str:
@@ -139,15 +136,17 @@ def toml_text(outcome: Outcome, budget_label: str | None, seed: int) -> str | No
 def context_management(outcome: Outcome) -> tuple[dict[str, Any] | None, str]:
     """The recommended setting as Anthropic `context_management` JSON, or None and why not."""
     params = recommended_params(outcome)
-    kind = EDIT_TYPES.get(outcome.family)
-    if kind is None:
-        return None, (f"{outcome.family} runs in the client: the Anthropic API has no context_management edit "
-                      "for it (only clear -> clear_tool_uses_20250919 and server_compact -> compact_20260112)")
-    if params is None:
-        return None, "no recommendation to write"
     from ctxsim.policies import policies
 
-    defaults = policies()[outcome.family].params()
+    known = policies()
+    kind = known[outcome.family].api_edit
+    if kind is None:
+        edits = " and ".join(f"{name} -> {info.api_edit}" for name, info in known.items() if info.api_edit)
+        return None, (f"{outcome.family} runs in the client: the Anthropic API has no context_management edit "
+                      f"for it (only {edits})")
+    if params is None:
+        return None, "no recommendation to write"
+    defaults = known[outcome.family].params()
     full = {name: params.get(name, getattr(defaults, name)) for name in defaults.__dataclass_fields__}
     edit: dict[str, Any] = {"type": kind}
     if outcome.family == "clear":
@@ -184,7 +183,7 @@ def _measured_json(m: Measured | None) -> dict[str, Any] | None:
 def _setting_json(value: Any) -> Any:
     """A setting's value as JSON: a fraction of the limit as {"fraction_of_limit": f}, a value taken from another
     parameter as {"same_as": name}."""
-    from ctxsim.tune_space import Rel, Same
+    from ctxsim.tune.space import Rel, Same
 
     if isinstance(value, Rel):
         return {"fraction_of_limit": value.fraction}
