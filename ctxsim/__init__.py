@@ -10,10 +10,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Result", "__version__", "compare", "load_run", "load_trace", "replay"]
+__all__ = ["Result", "__version__", "compare", "load_run", "load_trace", "replay", "sample_trace"]
 
 if TYPE_CHECKING:
-    from ctxsim.replay.library import Result, compare, load_run, load_trace, replay
+    from ctxsim.replay.library import Result, compare, load_run, load_trace, replay, sample_trace
+
+
+def __dir__() -> list[str]:
+    """The API as well as the module's own names, for a notebook's completion (they load on first use)."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})
 
 
 def __getattr__(name: str) -> Any:

@@ -43,7 +43,7 @@ def test_numbers_are_the_command_lines() -> None:
         assert Decimal(row["cost_usd_exact"]) == Decimal(cli[label]["cost_usd"])
         assert row["cost_usd"] == pytest.approx(float(cli[label]["cost_usd"]))
         assert int(row["input_tokens"]) == cli[label]["input_tokens"]
-        assert result.totals(label)["cost_usd"] == cli[label]["cost_usd"]
+        assert result.totals(label)["cost_usd"] == Decimal(cli[label]["cost_usd"])  # Decimal money (issue 29)
 
 
 def test_a_single_spec_is_not_split_into_letters() -> None:

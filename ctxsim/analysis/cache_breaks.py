@@ -211,17 +211,21 @@ def breaks_json(breaks: list[Break]) -> dict[str, Any]:
 
 def breaks_tables(breaks: list[Break]) -> list[Any]:
     from ctxsim.analysis.inspect import num, usd
+    from ctxsim.reports._fit import FitTable
     from ctxsim.reports._terminal import TableData
 
-    rows = [[b.session, num(b.request), (b.ts or "")[:19].replace("T", " "), b.cause, num(b.cacheable_tokens),
-             num(b.read_tokens), num(b.lost_tokens), usd(b.rebilled_usd), b.detail] for b in breaks]
+    timed = sorted(breaks, key=lambda b: (b.ts is None, b.ts or ""))  # in time order, the untimed last
+    rows = [[(b.ts or "")[:16].replace("T", " "), b.session, b.cause, b.detail, num(b.request),
+             usd(b.rebilled_usd), num(b.lost_tokens), num(b.cacheable_tokens), num(b.read_tokens)] for b in timed]
     causes = per_cause(breaks)
     total = sum((c["rebilled_usd"] for c in causes.values()), Decimal(0))
     summary = [[cause, num(v["breaks"]), num(v["lost_tokens"]),
                 usd(v["rebilled_usd"]) + (f" ({v['unpriced']} unpriced)" if v["unpriced"] else "")]
                for cause, v in causes.items()]
     summary.append(["total", num(len(breaks)), num(sum(b.lost_tokens for b in breaks)), usd(total)])
-    return [TableData("cache breaks (a read short of the previous prompt by more than "
-                      f"{TOLERANCE_TOKENS:,} tokens)", ["session", "req", "time (UTC)", "cause", "cacheable", "read",
-                                                         "lost", "re-billed", "why"], rows, left=1),
+    headers = ["time (UTC)", "session", "cause", "why", "req", "re-billed", "lost", "cacheable", "read"]
+    return [FitTable("cache breaks in time order (a read short of the previous prompt by more than "
+                     f"{TOLERANCE_TOKENS:,} tokens)", headers, rows, left=4, minimum=24,
+                     keep=("time (UTC)", "session", "cause", "re-billed", "req", "lost", "why", "cacheable",
+                           "read")),
             TableData("cache breaks per cause", ["cause", "breaks", "lost tokens", "re-billed"], summary, left=1)]

@@ -77,6 +77,7 @@ from typing import Any
 
 from ctxsim.analysis import cache_anchor
 from ctxsim.analysis.growth import GROWTH
+from ctxsim.caching.anthropic import FITTED_TTL_KEY
 from ctxsim.caching.recorded import FACTS_KEY
 from ctxsim.history import Item
 from ctxsim.model import Message, Session, Trace, Usage
@@ -464,6 +465,11 @@ class Calibration:
     # re-anchored: per session, from `growth_from[id]` (the request after its last billed one; 1: none billed)
     growth_model: Any = None
     growth_from: dict[str, int] = field(default_factory=dict)
+    # settings a replay otherwise reads from the whole log, taken from the fitted requests only (validate
+    # --predict): per session, the cache TTL its recorded writes show (caching/anthropic FITTED_TTL_KEY), and
+    # a cache model ("none": the fitted requests recorded no cache read of an unpriced model)
+    fitted_ttl: dict[str, str | None] = field(default_factory=dict)
+    cache: str | None = None
 
     @property
     def missing_tokens(self) -> int:
@@ -489,7 +495,8 @@ class Calibration:
                        scale=round(self.scale, 6), file_weight=self.file_weight)
 
     def setup(self, base: Setup | None = None) -> Setup:
-        return replace(base or Setup(), hidden_prefix_tokens=self.base_prefix_tokens)
+        base = base or Setup()
+        return replace(base, hidden_prefix_tokens=self.base_prefix_tokens, cache=base.cache or self.cache)
 
     @property
     def base_prefix_tokens(self) -> int:
@@ -556,6 +563,8 @@ class Calibration:
                                   extra={"hidden_context_tokens": moved, "pinned": True})
                 messages.insert(0, context)
                 touched = True
+            if s.id in self.fitted_ttl:
+                new = replace(new, extra={**new.extra, FITTED_TTL_KEY: self.fitted_ttl[s.id]})
             warm = self.warm_start_tokens.get(s.id)
             if warm:
                 new = replace(new, extra={**new.extra, "warm_start_tokens": warm})

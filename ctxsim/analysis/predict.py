@@ -38,8 +38,8 @@ from ctxsim.tokens import TokenCounter, get_tokenizer
 
 DEFAULT_FIT_ON = 0.5
 
-__all__ = ["DEFAULT_FIT_ON", "Prediction", "cost_ranges", "facts_block", "manifest_entry", "missing_block", "predict",
-           "prediction_table", "score_block", "score_blocks", "split"]
+__all__ = ["DEFAULT_FIT_ON", "Prediction", "cost_ranges", "facts_block", "fitted_settings", "manifest_entry",
+           "missing_block", "predict", "prediction_table", "score_block", "score_blocks", "split"]
 
 
 def _billed_indexes(session: Session) -> list[int]:
@@ -136,7 +136,7 @@ def predict(trace: Trace, tokenizer: str = "o200k_base", fit_on: float = DEFAULT
     model = cal.growth_model  # carried below, into the scored requests only, counting what it adds
     fit_facts = cal.cache_facts  # the fitted requests' provider misses: the scored part's range (miss_range)
     cal = replace(cal, cache_facts={}, cache_facts_moved={}, placeholder_outputs=_placeholders(trace),
-                  growth_model=None, growth_from={})
+                  growth_model=None, growth_from={}, **fitted_settings(trace, fit_trace))
     replayed, carried = growth.carry(trace, counter, cal, model, scored) if model is not None else (trace, 0)
     full = validate(replayed, tokenizer, calibration=cal)
     wanted = {(sid, i) for sid, idx in scored.items() for i in idx}
@@ -153,6 +153,20 @@ def predict(trace: Trace, tokenizer: str = "o200k_base", fit_on: float = DEFAULT
                       if _billed_indexes(s)}
     return Prediction(fit_on, v, sum(fit_by_session.values()), fit_by_session, model, total, ranges,
                       round(carried * cal.scale))
+
+
+def fitted_settings(trace: Trace, fit_trace: Trace) -> dict[str, Any]:
+    """What the replay would otherwise read from the whole log, scored requests included, taken from the fitted
+    requests of `fit_trace` (split): Calibration's `fitted_ttl` (each session's cache TTL, as its fitted writes
+    show it) and `cache` ("none" where the model has no cache-read price and no fitted request read a cache)."""
+    from ctxsim.caching.anthropic import recorded_ttl
+    from ctxsim.caching.none import unpriced_cache
+    from ctxsim.replay.engine import Setup, resolve
+
+    _, pricer = resolve(trace, Setup())
+    whole = unpriced_cache(trace, pricer)
+    return {"fitted_ttl": {s.id: recorded_ttl(s) for s in fit_trace.sessions},
+            "cache": "none" if not whole and unpriced_cache(fit_trace, pricer) else None}
 
 
 def cost_ranges(provider: str, model: str, scored: dict[str, list[RequestCheck]],

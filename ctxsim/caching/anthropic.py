@@ -214,9 +214,15 @@ def recorded_ttl(session: Session) -> Literal["5m", "1h"] | None:
     return "1h" if hour > five else "5m"
 
 
+# a session's extra under this key: the TTL its fitted requests showed ("5m", "1h" or None: no write among them),
+# set where a replay must not learn it from the rest of the log (validate --predict: analysis/calibrate `apply`)
+FITTED_TTL_KEY = "fitted_cache_ttl"
+
+
 def session_spec(spec: CacheSpec, session: Session) -> CacheSpec:
-    """`spec` (an `anthropic` cache model whose TTL nobody chose) with the TTL the session's log shows."""
-    ttl = recorded_ttl(session)
+    """`spec` (an `anthropic` cache model whose TTL nobody chose) with the TTL the session's log shows (its
+    fitted requests' where the session carries them: FITTED_TTL_KEY)."""
+    ttl = session.extra[FITTED_TTL_KEY] if FITTED_TTL_KEY in session.extra else recorded_ttl(session)
     if ttl is None or ttl == spec.params.ttl:
         return spec
     return CacheSpec(spec.info, replace(spec.params, ttl=ttl))

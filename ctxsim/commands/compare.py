@@ -44,11 +44,32 @@ from ctxsim.commands._options import (
 )
 from ctxsim.commands._output import RUN_KINDS, option_help
 from ctxsim.commands.sweep import SinceOpt, TimezoneOpt, UntilOpt
+from ctxsim.defaults import COMPARE_POLICIES
 from ctxsim.errors import CtxsimError
 
-DEFAULT_POLICIES = ("none,clear,compact,clear+compact,truncate,tiered,mask,recent,zones,scored,hierarchical,"
-                    "claude-code,codex")
+DEFAULT_POLICIES = ",".join(COMPARE_POLICIES)  # one list with the Python API's ctxsim.compare()
 
+
+
+def subagents_beside(trace: str) -> list[str]:
+    """A note when a Claude Code session file has its subagents' files beside it (`<session>/subagents/`): this
+    replay leaves them out, `inspect` counts them."""
+    from pathlib import Path
+
+    path = Path(trace)
+    folder = path.with_suffix("") / "subagents"
+    found = sorted(folder.glob("*.jsonl")) if path.suffix == ".jsonl" and folder.is_dir() else []
+    if not found:
+        return []
+    note = (f"{len(found)} subagent file(s) beside this session ({folder}/) are not in this replay (`inspect` counts "
+            "them in the bill); compare each one on its own to see them")
+    return [note]
+
+
+def _policy_names(incomplete: str) -> list[str]:
+    from ctxsim.commands._complete import policy_names
+
+    return policy_names(incomplete)
 
 @app.command()
 @guarded
@@ -58,7 +79,7 @@ def compare(
              "a corpus compare, one row per policy across them (as `ctxsim sweep`). Default: the shipped sample "
              "trace.")] = None,
     policies: Annotated[list[str] | None, typer.Option(
-        "--policies", "--policy", "-p",
+        "--policies", "--policy", "-p", autocompletion=_policy_names,
         help="Comma-separated policy specs, presets, A+B pipelines or policy files, repeatable; `none` is always "
              f"added as the baseline. Default: {DEFAULT_POLICIES}.", show_default=False)] = None,
     providers: Annotated[str | None, typer.Option(
@@ -77,6 +98,8 @@ def compare(
     jobs: JobsOpt = None,
     as_json: JsonOpt = False,
     wide: Annotated[bool, typer.Option("--wide", help="Every column, however wide the terminal.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Every note (default on a terminal: at most 3 "
+                                                                  "lines of them).")] = False,
     output: Annotated[str | None, typer.Option("-o", "--output", help=option_help(
         RUN_KINDS, "A path with no suffix is a bundle folder; any other suffix is refused. Several traces: "
                    "DIR/ (the sweep folder, resumable), .json, .csv or .md."))] = None,
@@ -161,10 +184,12 @@ def compare(
 
         table = compare_table(result)
         say = lines_out()
-        for line in head_lines(result):
+        terminal = sys.stdout.isatty()
+        heads = head_lines(result)
+        for line in heads if not terminal else [h for h in heads if not h.startswith("note: ")]:
             say(line)
         left_out: list[str] = []
-        if sys.stdout.isatty():
+        if terminal:
             from rich.console import Console
 
             console = Console()
@@ -178,17 +203,24 @@ def compare(
                 table, left_out = fit(table, shutil.get_terminal_size((80, 24)).columns)
             typer.echo(table.title)
             typer.echo(plain(table))
+        from ctxsim.reports._loss import terminal_notes
         from ctxsim.reports._terminal import column_names
 
-        if left_out:
-            say(f"note: {len(left_out)} more column(s) with --wide or --json: {', '.join(left_out)}")
-        for line in column_names(result)[1]:
-            say(f"note: {line}")
-        say(f"note: {result.manifest['assumption']}")
-        from ctxsim.reports._loss import terminal_notes
+        notes = [f"{len(left_out)} more column(s) with --wide or --json: {', '.join(left_out)}"] if left_out else []
+        notes += [*subagents_beside(source), *column_names(result)[1], result.manifest["assumption"]]
+        loss_lines = terminal_notes(result)
+        notes += [line.removeprefix("note: ") for line in loss_lines if line.startswith("note: ")]
+        if terminal:  # the notes said above the table by a pipe come after it here, all kept to 3 lines
+            from ctxsim.reports._screen import terminal_notes as kept
 
-        for line in terminal_notes(result):
-            say(line)
+            cut = notes[:1] if left_out else []
+            notes = kept(cut + [h.removeprefix("note: ") for h in heads if h.startswith("note: ")] + notes[len(cut):],
+                         console.width, verbose)
+        for line in notes:
+            say(f"note: {line}")
+        for line in loss_lines:  # the probes' table, whole
+            if not line.startswith("note: "):
+                say(line)
     for path in written:
         typer.echo(f"wrote {path}", err=True)
 

@@ -40,13 +40,26 @@ def policies_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> N
         out.update({n: _preset_json(p) for n, p in named.items()})
         typer.echo(json.dumps(out, indent=1, sort_keys=True))
         return
+    import re
+    import shutil
+    import textwrap
+
     width = max(len(n) for n in [*table, *named])
+    columns = max(shutil.get_terminal_size((100, 24)).columns, width + 30)
+
+    def say(name: str, summary: str) -> None:  # wrapped at words under its own column, never mid-word
+        summary = re.sub(r"\s*\((?:see )?issue \d+\)|\bseed \d{3}(?:'s)?\s+", " ", summary).strip()  # ours only
+        typer.echo(textwrap.fill(summary, columns - 1, initial_indent=f"  {name.ljust(width)}  ",
+                                 subsequent_indent=" " * (width + 4), break_long_words=False,
+                                 break_on_hyphens=False))
+
     typer.echo("policies (--policy NAME[:k=v,...]):")
     for name, info in table.items():
-        typer.echo(f"  {name.ljust(width)}  {info.summary}  [{info.source}]")
+        say(name, info.summary)
     typer.echo("presets (--policy NAME[:k=v,...]; k=v applies to the stages that take it):")
     for name, preset in named.items():
-        typer.echo(f"  {name.ljust(width)}  {preset.summary}  [{preset.source}]")
+        say(name, preset.summary)
+    typer.echo("ctxsim policies show NAME: its parameters and origin; --json: everything")
 
 
 @policies_app.command("show")

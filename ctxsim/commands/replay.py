@@ -41,12 +41,19 @@ ReplayOutputOpt = Annotated[str | None, typer.Option("-o", "--output", help=opti
                "any other suffix is refused."))]
 
 
+
+def _policy_names(incomplete: str) -> list[str]:
+    from ctxsim.commands._complete import policy_names
+
+    return policy_names(incomplete)
+
 @app.command()
 @guarded
 def replay(
     trace: TraceArg = None,
     policy: Annotated[list[str] | None, typer.Option(
-        "--policy", "-p", help="NAME[:k=v,...], a preset, A+B (pipeline), FILE.toml[#name] or an Anthropic "
+        "--policy", "-p", autocompletion=_policy_names,
+        help="NAME[:k=v,...], a preset, A+B (pipeline), FILE.toml[#name] or an Anthropic "
         "context_management FILE.json; repeat, or separate with commas, to replay several.")] = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,

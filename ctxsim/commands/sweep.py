@@ -186,8 +186,13 @@ def _money(text: str) -> str:
     return ("-" if value < 0 else "") + money(abs(value))
 
 
+# The policy table's columns most worth keeping first when it must fit a terminal (the rest with --wide).
+POLICY_KEEP = ("policy", "cost", "vs none", "cost w/ re-fetch", "misses", "budget", "over window", "peak context",
+               "saving", "re-fetches", "events", "summarizer", "requests", "sessions", "distinct", "re-fetch cost")
+
+
 def policy_table(report: Any) -> Any:
-    from ctxsim.reports._terminal import TableData
+    from ctxsim.reports._fit import FitTable
 
     headers, rows = report.policy_rows()
     loss = [h for h in headers if h.startswith("loss_")]
@@ -200,9 +205,10 @@ def policy_table(report: Any) -> Any:
                     (d["saving_pct"] + "%" if d["saving_pct"] != "n/a" else "n/a"),
                     f"{int(d['sessions_over_window']):,}", f"{int(d['peak_context_tokens']):,}",
                     _money(d["summarizer_cost_usd"]), f"{int(d['events']):,}"] + [_loss_cell(c, d[c]) for c in loss])
-    return TableData(f"policies across {len(report.plan.inputs):,} trace(s) (costs per the traces' timing)",
-                     ["policy", "budget", "sessions", "requests", "cost", "saving", "vs none", "over window",
-                      "peak context", "summarizer", "events"] + [LOSS_HEADERS.get(c, c) for c in loss], out, left=2)
+    return FitTable(f"policies across {len(report.plan.inputs):,} trace(s) (costs per the traces' timing)",
+                    ["policy", "budget", "sessions", "requests", "cost", "saving", "vs none", "over window",
+                     "peak context", "summarizer", "events"] + [LOSS_HEADERS.get(c, c) for c in loss], out, left=2,
+                    keep=POLICY_KEEP, minimum=16)
 
 
 LOSS_HEADERS = {"loss_recall_misses": "misses", "loss_distinct_identifiers": "distinct", "loss_refetches": "re-fetches",
@@ -268,24 +274,15 @@ def notes(report: Any) -> list[str]:
     return out
 
 
-def emit(report: Any, per_session: bool, as_json: bool) -> None:
-    from ctxsim.reports._terminal import plain, rich_table
-
+def emit(report: Any, per_session: bool, as_json: bool, wide: bool = False, verbose: bool = False) -> None:
+    """The tables on stdout, fitted to the terminal unless `wide` (`reports._screen`), or --json."""
     if as_json:
         typer.echo(json.dumps(json_data(report, per_session), indent=1, sort_keys=True))
         return
-    tables = [policy_table(report)] + ([session_table(report)] if per_session else [])
-    for table in tables:
-        if sys.stdout.isatty():
-            from rich.console import Console
+    from ctxsim.reports._screen import show
 
-            needed = len(plain(table).splitlines()[0]) + 3 * len(table.headers) + 4
-            Console(width=max(needed, Console().width)).print(rich_table(table))
-        else:
-            typer.echo(table.title)
-            typer.echo(plain(table))
-    for note in notes(report):
-        typer.echo(f"note: {note}")
+    tables = [policy_table(report)] + ([session_table(report)] if per_session else [])
+    show(None, tables, notes(report), wide=wide, verbose=verbose)
 
 
 SinceOpt = Annotated[str | None, typer.Option(
@@ -332,11 +329,18 @@ def _start(traces: Sequence[str], out: Any, force: bool) -> Path | None:
     return None
 
 
+
+def _policy_names(incomplete: str) -> list[str]:
+    from ctxsim.commands._complete import policy_names
+
+    return policy_names(incomplete)
+
 @app.command(help=SWEEP_HELP)
 @guarded
 def sweep(
     traces: Annotated[list[str], typer.Argument(help="Trace files, folders (recursive) and globs.")],
     policies: Annotated[str, typer.Option(
+        autocompletion=_policy_names,
         help="Comma-separated policy specs, presets, A+B pipelines or policy files; `none` is always added.")]
     = DEFAULT_POLICIES,
     budgets: Annotated[str | None, typer.Option(
@@ -363,6 +367,10 @@ def sweep(
         "--loss/--no-loss", help="Meter recall misses and their re-fetch cost in every cell (the loss columns).")]
     = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the tables as JSON.")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Every column, however wide the terminal (default: the "
+                                                      "least useful left out to fit, named in a note).")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Every note (default on a terminal: at most 3 "
+                                                                  "lines of them).")] = False,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     tokenizer: TokenizerOpt = None,
@@ -391,7 +399,7 @@ def sweep(
 
     opts = dataclasses.replace(opts, loss=loss)
     report = run_sweep(traces, split_list(policies), budgets, opts, fmt, folder, jobs, cluster, dates)
-    emit(report, per_session, as_json)
+    emit(report, per_session, as_json, wide, verbose)
     if folder is not None:
         typer.echo(f"wrote {folder}/ (manifest.json, summary.csv, sessions.csv, cells/)", err=True)
     elif out is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -75,6 +74,10 @@ def tune(
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print the Pareto front (every trial with --all), the oracle's bound and the recommendation "
                        "(its policy file and context_management) as JSON on stdout.")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Every column, however wide the terminal (default: the "
+                                                      "least useful left out to fit, named in a note).")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Every note (default on a terminal: at most 3 "
+                                                                  "lines of them).")] = False,
     output: Annotated[str | None, typer.Option(
         "-o", "--output", help="FILE.toml: the recommended policy file; the chart, CSV and JSON beside it.")]
     = None,
@@ -125,7 +128,6 @@ def tune(
         for path in files.values():
             check_output(path, paths, force)
     from ctxsim.reports._progress import progress_bar
-    from ctxsim.reports._terminal import plain, rich_table
     from ctxsim.tune import outputs as tune_out
     from ctxsim.tune import search as tuning
 
@@ -148,16 +150,10 @@ def tune(
         if files is not None:
             _write(files, outcome, label, seed, force)
         return
-    data = tune_out.table(outcome, every)
-    if sys.stdout.isatty():
-        from rich.console import Console
+    from ctxsim.reports._screen import show
 
-        Console().print(rich_table(data))
-    else:
-        typer.echo(data.title)
-        typer.echo(plain(data))
-    for line in [*tune_out.notes(outcome, label), *([meter_note] if meter_note else [])]:
-        typer.echo(f"note: {line}")
+    notes = [*tune_out.notes(outcome, label), *([meter_note] if meter_note else [])]
+    show(None, [tune_out.table(outcome, every)], notes, wide=wide, verbose=verbose)
     toml = tune_out.toml_text(outcome, label, seed)
     cm, why = tune_out.context_management(outcome)
     if toml is not None:

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     from ctxsim.model import Trace
     from ctxsim.replay.run import RunResult
 
+from ctxsim.defaults import COMPARE_POLICIES as DEFAULT_COMPARE  # the command line's list too
+
 TABLES = ("runs", "requests", "events")
-DEFAULT_COMPARE = ("none", "clear", "compact", "truncate", "tiered", "mask", "zones", "scored", "hierarchical")
 
 
 def _specs(policies: str | Iterable[str]) -> list[str]:
@@ -67,7 +68,8 @@ class Result:
             from ctxsim.errors import CtxsimError, did_you_mean
 
             raise CtxsimError(f"no run {policy!r}{did_you_mean(str(policy), names)}; runs: {', '.join(names)}")
-        return dict(self.run.runs[index].totals.to_json())
+        out = dict(self.run.runs[index].totals.to_json())
+        return {k: Decimal(v) if k.endswith("_usd") and isinstance(v, str) else v for k, v in out.items()}
 
     def to_pandas(self, table: str = "runs") -> pd.DataFrame:
         """`runs` (one row a policy, with the recorded bill when the trace has one), `requests` (one row per
@@ -93,6 +95,13 @@ class Result:
     def __repr__(self) -> str:
         trace = (self.manifest.get("trace") or {}).get("name")
         return f"<ctxsim.Result {trace}: {', '.join(self.policies)}>"
+
+
+def sample_trace() -> str:
+    """The path of the shipped sample trace (the one `ctxsim compare` replays with no path), from any folder."""
+    from ctxsim.cli import default_trace
+
+    return default_trace()
 
 
 def load_trace(path: str | Path | Sequence[str | Path], fmt: str | None = None,
@@ -128,9 +137,10 @@ def replay(trace: str | Path, policies: str | Iterable[str] = "none", *, fmt: st
 def compare(trace: str | Path, policies: str | Iterable[str] = DEFAULT_COMPARE, *, providers: Sequence[str] = (),
             fmt: str | None = None, calibrate: bool = True, **options: Any) -> Result:
     """`replay` with `none` always first (the baseline every saving is against), optionally priced under
-    several providers (`"openai:gpt-4.1"`)."""
+    several providers (`"openai:gpt-4.1"`); recall loss metered unless `loss=False`, as the command line does."""
     from ctxsim.replay.api import Options, replay_trace
 
+    options.setdefault("loss", True)
     specs = _specs(policies)
     if not any(s.split(":", 1)[0] == "none" for s in specs):
         specs.insert(0, "none")

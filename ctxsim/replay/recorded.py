@@ -49,6 +49,8 @@ class Recorded:
     own_cost_sessions: int = 0  # sessions whose own cost is known (and that the row covers)
     sessions: int = 0  # sessions the row covers
     own_priced_usd: Decimal | None = None  # ctxsim's price of those same sessions
+    estimated_outputs: int = 0  # responses whose streaming-placeholder output count the calibration estimated
+    logged_cost_usd: Decimal | None = None  # with those outputs as logged (what `inspect` shows); None: none estimated
 
     @property
     def own_cost_error(self) -> Decimal | None:
@@ -75,6 +77,8 @@ class Recorded:
             "own_priced_usd": None if self.own_priced_usd is None else str(self.own_priced_usd),
             "own_cost_error": None if error is None else f"{error:.6f}",
             "own_cost_flagged": self.own_cost_flagged,
+            "estimated_outputs": self.estimated_outputs,
+            "logged_cost_usd": None if self.logged_cost_usd is None else str(self.logged_cost_usd),
         }
 
     @classmethod
@@ -86,7 +90,8 @@ class Recorded:
             int(data["output_tokens"]), data.get("peak_context_tokens"), Decimal(data["cost_usd"]),
             int(data.get("unpriced_requests") or 0), None if own is None else Decimal(own),
             int(data.get("own_cost_sessions") or 0), int(data.get("sessions") or 0),
-            None if priced is None else Decimal(priced))
+            None if priced is None else Decimal(priced), int(data.get("estimated_outputs") or 0),
+            None if data.get("logged_cost_usd") is None else Decimal(data["logged_cost_usd"]))
 
 
 def _decimal(value: Any) -> Decimal | None:
@@ -153,8 +158,8 @@ class RecordedSum:
         self.total = 0  # every request of the trace
         # per request (the messages' usage)
         self.requests = self.inputs = self.reads = self.writes = self.writes_1h = self.outputs = 0
-        self.peak = self.unpriced = 0
-        self.cost = Decimal(0)
+        self.peak = self.unpriced = self.estimated = 0
+        self.cost = self.logged = Decimal(0)
         self.covered: list[tuple[Decimal | None, Decimal]] = []  # (session's own cost, ctxsim's price of it)
         # else the sessions' recorded run totals
         self.run_requests = self.run_inputs = self.run_outputs = self.run_unpriced = 0
@@ -183,8 +188,15 @@ class RecordedSum:
             if pricer is None:
                 self.unpriced += 1
                 continue
-            mine += pricer.cost(Bill(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens,
-                                     u.cache_write_1h_tokens, u.output_tokens), m.ts_s if m.ts else None)
+            priced = pricer.cost(Bill(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens,
+                                      u.cache_write_1h_tokens, u.output_tokens), m.ts_s if m.ts else None)
+            mine += priced
+            logged = u.extra.get("output_recorded") if u.extra.get("output_estimated") else None
+            if isinstance(logged, int):  # a placeholder estimated: the bill as logged beside it
+                self.estimated += 1
+                priced = pricer.cost(Bill(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens,
+                                          u.cache_write_1h_tokens, logged), m.ts_s if m.ts else None)
+            self.logged += priced
         own = own_cost(session) if seen else None
         if seen:
             self.covered.append((own, mine))
@@ -212,7 +224,8 @@ class RecordedSum:
     def result(self) -> Recorded | None:
         if self.requests:
             return Recorded(PER_REQUEST, self.requests, self.total, self.inputs, self.reads, self.writes,
-                            self.writes_1h, self.outputs, self.peak, self.cost, self.unpriced, *_own(self.covered))
+                            self.writes_1h, self.outputs, self.peak, self.cost, self.unpriced, *_own(self.covered),
+                            estimated_outputs=self.estimated, logged_cost_usd=self.logged if self.estimated else None)
         if not self.run_covered:
             return None
         return Recorded(RUN_TOTALS, self.run_requests, self.total, self.run_inputs, None, None, None,
@@ -300,6 +313,18 @@ def coverage_line(recorded: Recorded) -> str | None:
         return (f"the recorded row covers the {recorded.requests:,} of {recorded.requests_total:,} requests that "
                 "recorded usage; none is compared over the same requests")
     return None
+
+
+def estimated_line(recorded: Recorded) -> str | None:
+    """Said when the recorded figure has estimates in place of streaming-placeholder output counts: both bills and
+    their difference; None when nothing was estimated."""
+    if not recorded.estimated_outputs or recorded.logged_cost_usd is None:
+        return None
+    diff = recorded.cost_usd - recorded.logged_cost_usd
+    return (f"recorded, est.: {recorded.estimated_outputs:,} response(s) logged a streaming placeholder as their "
+            f"output count; with the counted size of their content in its place the recorded bill is "
+            f"${recorded.cost_usd:,.4f}, as logged (what inspect shows) ${recorded.logged_cost_usd:,.4f} "
+            f"({'+' if diff >= 0 else '-'}${abs(diff):,.4f})")
 
 
 def own_cost_line(recorded: Recorded) -> str | None:

@@ -177,6 +177,14 @@ def starred_run(result: RunResult) -> int | None:
     return winner(result)
 
 
+def star_text(result: RunResult) -> str:
+    """What a chart title says beside the starred run: `★ cheapest` only when it is the cheapest; with the loss
+    metered the star is the recommendation (the cheapest with re-fetches within the miss allowance), and says so."""
+    from ctxsim.loss.verdict import weighs_loss
+
+    return " ★ recommended" if weighs_loss(result) else " ★ cheapest"
+
+
 def overflows(run: PolicyRun, result: RunResult) -> int | None:
     """The first request whose context passes the run's window (the session could not have happened so)."""
     window = window_of(run, result)

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from ctxsim.replay.meter import Totals
 from ctxsim.replay.run import RunResult, none_run, recorded_of_result
-from ctxsim.reports._terminal import TableData, column_names, money, pct, recorded_cost_cell
+from ctxsim.reports._terminal import TableData, column_names, money, pct, recorded_cost_cell, recorded_label
 
 OVERFLOW = "window-reserve"
 
@@ -95,7 +95,8 @@ PRIORITY = ("policy", "cost real gaps", "vs none", "misses", "peak", "hit rate",
 
 
 def fit(table: TableData, width: int, border: int = 2) -> tuple[TableData, list[str]]:
-    """The table cut to the most useful columns that fit `width` characters (columns keep their order);
+    """The table cut to the most useful columns that fit `width` characters (columns keep their order; a
+    column is kept only when every more useful one is);
     the names of the columns left out. `border` is what each column costs beyond its text (2 plain, 3 rich)."""
     sizes = [max(len(h), *(len(r[c]) for r in table.rows)) if table.rows else len(h)
              for c, h in enumerate(table.headers)]
@@ -106,7 +107,7 @@ def fit(table: TableData, width: int, border: int = 2) -> tuple[TableData, list[
             continue
         c = table.headers.index(name)
         if used + sizes[c] + border > width and chosen:
-            continue
+            break  # the less useful go first: none after it is kept in its place
         chosen.add(c)
         used += sizes[c] + border
     keep = sorted(chosen)
@@ -126,7 +127,7 @@ def recorded_row(result: RunResult) -> list[str] | None:
     hit = pct(rec.cache_read_tokens / rec.input_tokens) if rec.cache_read_tokens is not None and rec.input_tokens \
         else unknown
     return [
-        "recorded", f"{rec.requests:,}", f"{rec.input_tokens:,}",
+        recorded_label(rec), f"{rec.requests:,}", f"{rec.input_tokens:,}",
         f"{rec.peak_context_tokens:,}" if rec.peak_context_tokens is not None else unknown, unknown, fresh, hit,
         unknown, unknown, unknown, recorded_cost_cell(rec),
         change(rec.cost_usd, base.totals.cost_usd) if base is not None else "n/a", unknown, unknown, unknown,

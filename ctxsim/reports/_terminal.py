@@ -91,7 +91,7 @@ def summary(result: RunResult) -> TableData:
     headers = [""] + column_names(result)[0]
     rec = recorded_of_result(result)
     if rec is not None:  # what was really billed, beside the replays
-        headers.append("recorded")
+        headers.append(recorded_label(rec))
         for row, value in zip(rows, recorded_column(rec), strict=True):
             row.append(value)
     if runs and all(getattr(run, "loss", None) is not None for run in runs):  # ctxsim.loss
@@ -113,6 +113,12 @@ def recorded_cost_cell(rec: Any) -> str:
     return text
 
 
+def recorded_label(rec: Any) -> str:
+    """`recorded`, or `recorded, est.` when estimates stand in for streaming-placeholder output counts (a line
+    above the tables gives both bills)."""
+    return "recorded, est." if rec.estimated_outputs else "recorded"
+
+
 def recorded_column(rec: Any) -> list[str]:
     """The `recorded` column of the summary, in the order of its metrics."""
     read, w5, w1 = rec.cache_read_tokens, rec.cache_write_tokens, rec.cache_write_1h_tokens
@@ -132,6 +138,7 @@ def head_lines(result: RunResult) -> list[str]:
         calibration_line,
         calibration_notes,
         coverage_line,
+        estimated_line,
         gap_line,
         own_cost_line,
         warning,
@@ -153,7 +160,8 @@ def head_lines(result: RunResult) -> list[str]:
         if said:
             out.append(said)
     rec = recorded_of_result(result)
-    out.extend(line for line in ((coverage_line(rec), own_cost_line(rec)) if rec is not None else ()) if line)
+    out.extend(line for line in ((coverage_line(rec), estimated_line(rec), own_cost_line(rec)) if rec is not None
+                                 else ()) if line)
     return out
 
 
@@ -249,6 +257,11 @@ def emit(result: RunResult, out: TextIO, every: int | None, terminal: bool) -> N
         console.print(head, style="dim", highlight=False)
         for line in above:
             prose(console, line)
+        from ctxsim.reports._screen import fit_whole_labels
+
+        tables, cut = fit_whole_labels(tables, console.width)
+        if cut:
+            notes.insert(0, cut)
         for table in tables:
             console.print(rich_table(table))
         console.print("[bold]events[/bold]" if events else "[bold]events[/bold]: none")

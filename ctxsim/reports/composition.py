@@ -29,7 +29,7 @@ from ctxsim.composition import HEAD, Composition
 from ctxsim.replay.run import RunResult
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
-from ctxsim.reports._common import composition_of, labels, short, starred_run, window_of, winner
+from ctxsim.reports._common import composition_of, labels, short, star_text, starred_run, window_of, winner
 
 MAX_SERIES = 8  # series per panel; smaller tools fold into "tool:other"
 MAX_PANELS = 8  # small multiples at most (4 rows of 2): the baseline and the verdict's winner always shown
@@ -100,7 +100,7 @@ def draw(result: RunResult, fmt: str) -> bytes:
                 ax.stackplot(xs, *values, colors=[colours[k] for k in order], linewidth=0, alpha=0.9)
                 top = max(top, *[sum(col) for col in zip(*values, strict=True)])
             peaks.append(max((sum(col) for col in zip(*values, strict=True)), default=0) if order else 0)
-            mark = " ★ cheapest" if starred_i in members and len(result.runs) > 1 else ""
+            mark = star_text(result) if starred_i in members and len(result.runs) > 1 else ""
             ax.set_title(short(name, 58 if len(panels) > 2 else 100) + mark, fontsize=8.5, loc="left",
                          fontweight="bold")
             plot.thousands(ax.yaxis)

@@ -15,10 +15,11 @@ cut off marked, so the managed policies are not flattened against the axis.
 
 from __future__ import annotations
 
+from ctxsim.replay.engine import PolicyRun
 from ctxsim.replay.run import RunResult
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
-from ctxsim.reports._common import labels, request_rows, short, starred_run, thresholds, window_of
+from ctxsim.reports._common import labels, request_rows, short, star_text, starred_run, thresholds, window_of
 
 MARKERS = {  # event kind -> (marker, legend text)
     "clear": ("v", "clear"),
@@ -104,7 +105,7 @@ def draw(result: RunResult, fmt: str) -> bytes:
         # policy thresholds: one line per value, in the colour of the first line that has it
         drawn: dict[tuple[str, int], list[str]] = {}
         for i, run in enumerate(result.runs):
-            for what, value in thresholds(run):
+            for what, value in fired_thresholds(run):
                 if value > top:
                     continue
                 if (what, value) not in drawn:
@@ -143,6 +144,12 @@ def draw(result: RunResult, fmt: str) -> bytes:
         plot.titles(fig, "Context size per request", result)
         plot.legend_below(fig, handles, texts, ncol, fontsize=8.5)
         return plot.save(fig, fmt)
+
+
+def fired_thresholds(run: PolicyRun) -> list[tuple[str, int]]:
+    """The run's trigger lines of the stages that fired (an event of theirs); a stage that never acted draws none."""
+    fired = {e.policy for e in run.events}
+    return [(what, value) for what, value in thresholds(run) if what.split(" ", 1)[0] in fired]
 
 
 def thinned_events(result: RunResult, members: list[int], at: dict[int, int], top: float, last: int,
@@ -190,7 +197,7 @@ def multiples(result: RunResult, fmt: str, series: list[tuple[tuple[int, int], .
             ax.axhline(window, color="#000000", linewidth=1.1, zorder=2)
             if reserve:
                 ax.axhspan(window - reserve, window, color="#999999", alpha=0.25, linewidth=0, zorder=1)
-            for _what, value in {t for i in members for t in thresholds(result.runs[i])}:
+            for _what, value in {t for i in members for t in fired_thresholds(result.runs[i])}:
                 if value < top:
                     ax.axhline(value, color=colours[g], linestyle=(0, (1, 2)), linewidth=1.0, zorder=2)
             for marker, points in thinned_events(result, members, dict(series[members[0]]), top, last, 50).items():
@@ -198,7 +205,7 @@ def multiples(result: RunResult, fmt: str, series: list[tuple[tuple[int, int], .
                 ax.scatter([x for x, _ in points], [y for _, y in points], marker=marker, s=16, color=colours[g],
                            edgecolors="#000000", linewidths=0.5, zorder=4)
             over = f" — cut off above (peak {peaks[g]:,})" if peaks[g] > top else f" (peak {peaks[g]:,})"
-            star = " ★ cheapest" if starred_i in members else ""
+            star = star_text(result) if starred_i in members else ""
             ax.set_title(short(name, 64) + star + ("\n" + over.strip(" —") if len(name) + len(over) > 58 else over),
                          fontsize=8.5, loc="left", fontweight="bold",
                          color="#b00000" if peaks[g] > top else "#000000")

@@ -148,7 +148,10 @@ def main_table(result: RunResult, names: Sequence[str]) -> list[str]:
         hit = pct(rec.cache_read_tokens / rec.input_tokens) if rec.cache_read_tokens is not None and rec.input_tokens \
             else "—"
         peak = f"{rec.peak_context_tokens:,}" if rec.peak_context_tokens is not None else "—"
-        cells = ["recorded (billed)", money(rec.cost_usd),
+        label = (f"recorded (billed, {rec.estimated_outputs:,} placeholder outputs estimated: "
+                 f"{money(rec.logged_cost_usd)} as logged)" if rec.estimated_outputs and rec.logged_cost_usd is not None
+                 else "recorded (billed)")
+        cells = [label, money(rec.cost_usd),
                  signed_pct(change(none.totals.cost_usd, rec.cost_usd)) if none is not None else "—", hit, peak, "—"]
         cells = [cells[i] for i in keep]
         lines.append("| " + " | ".join(cell(c) for c in cells + (["—"] if loss else [])) + " |")
@@ -197,8 +200,10 @@ def comparison(result: RunResult, names: Sequence[str]) -> list[str]:
 
 
 def recorded_lines(result: RunResult) -> list[str]:
-    """Said above the table: `none` off the recorded bill by more than 3 %, the trace's own cost beside ctxsim's."""
+    """Said above the table: `none` off the recorded bill by more than 3 %, its predicted error beside it (fitted
+    on the first part of each session: analysis/predict), the trace's own cost beside ctxsim's."""
     from ctxsim.replay.recorded import own_cost_line, warning
+    from ctxsim.reports._terminal import predicted_line
 
     out = []
     pair = recorded_gap(result)
@@ -206,6 +211,9 @@ def recorded_lines(result: RunResult) -> list[str]:
         line = warning(*pair)
         if line:
             out.append("⚠️ " + cell(line[0].upper() + line[1:]))
+        said = predicted_line(result.manifest)
+        if said:
+            out.append(cell(said[0].upper() + said[1:]))
     rec = recorded_of_result(result)
     own = own_cost_line(rec) if rec is not None else None
     if own:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from ctxsim.replay.run import RunResult
 from ctxsim.reports import Options, ReportInfo, register
 from ctxsim.reports import _plot as plot
-from ctxsim.reports._common import labels, short, starred_run, window_of, winner
+from ctxsim.reports._common import labels, short, star_text, starred_run, window_of, winner
 
 PARTS = [  # (row field, legend text, colour)
     ("cache_read_tokens", "cache read", "#0072B2"),
@@ -75,7 +75,7 @@ def draw(result: RunResult, fmt: str) -> bytes:
                 base = upper
             peaks.append(max(base, default=0))
             top = max(top, *base) if base else top
-            mark = " ★ cheapest" if starred_i in members and len(result.runs) > 1 else ""
+            mark = star_text(result) if starred_i in members and len(result.runs) > 1 else ""
             ax.set_title(f"{short(name, 58 if len(panels) > 2 else 100)}{mark}\n"
                          f"{run.totals.input_tokens:,} input tokens, hit rate {run.totals.hit_rate * 100:.1f}%",
                          fontsize=8.5, loc="left", fontweight="bold")

@@ -41,14 +41,22 @@ def _limit(outcome: Outcome, budget_label: str | None) -> str:
 
 
 def table(outcome: Outcome, every: bool = False) -> Any:
-    from ctxsim.reports._terminal import TableData
+    from ctxsim.reports._fit import FitTable
 
-    shown = range(len(outcome.trials)) if every else outcome.front
+    shown = list(range(len(outcome.trials)) if every else outcome.front)
+    idle = [i for i in shown if never_fires(outcome.trials[i])]
     rows = []
     for i in shown:
         t = outcome.trials[i]
         m = t.measured
-        mark = "★" if i == outcome.recommended else ("front" if i in outcome.front else "")
+        if i in idle[1:]:  # identical to the first that never fires, said there
+            continue
+        mark = "★" if i == outcome.recommended and not no_op(outcome) else ("front" if i in outcome.front else "")
+        if i in idle and m is not None:
+            label = t.label if len(idle) == 1 else f"{len(idle):,} settings never fire (e.g. {t.label})"
+            rows.append([str(t.number), label, _money(m.refetch_cost_usd), _money(m.cost_usd), f"{m.misses:,}",
+                         f"{m.distinct:,}", f"{m.peak_context_tokens:,}", "= none"])
+            continue
         if m is None:
             rows.append([str(t.number), t.label, "-", "-", "-", "-", "-", f"refused: {t.error}"])
             continue
@@ -61,8 +69,10 @@ def table(outcome: Outcome, every: bool = False) -> Any:
                  f"{b.distinct:,}", f"{b.peak_context_tokens:,}", "bound"])
     title = (f"{outcome.family}: {'every trial' if every else 'the Pareto front'} "
              f"(cost with re-fetches against recall misses) of {len(outcome.trials):,} trial(s), {outcome.how}")
-    return TableData(title, ["trial", "setting", "cost w/ re-fetch", "open-loop cost", "misses", "distinct",
-                             "peak context", ""], rows, left=2)
+    return FitTable(title, ["trial", "setting", "cost w/ re-fetch", "open-loop cost", "misses", "distinct",
+                            "peak context", ""], rows, left=2, minimum=24,
+                    keep=("setting", "cost w/ re-fetch", "misses", "", "trial", "peak context", "open-loop cost",
+                          "distinct"))
 
 
 def notes(outcome: Outcome, budget_label: str | None) -> list[str]:
@@ -75,6 +85,10 @@ def notes(outcome: Outcome, budget_label: str | None) -> list[str]:
         why = f" ({first})" if first else ""
         out.append(f"{over:,} trial(s) overflow, {refused:,} refused by the policy at this limit{why}: "
                    "not on the front, never recommended")
+    if no_op(outcome):
+        t = outcome.trials[outcome.recommended]  # type: ignore[index]
+        out.insert(0, f"nothing to gain: the best trial within the allowance (trial {t.number}) changes nothing on "
+                      "these traces (it never fires): it is `none`, so no setting is recommended")
     allowed = outcome.allowed
     if outcome.max_misses is None and allowed is not None:
         out.append(f"--max-misses not given: at most {allowed:,} (the fewest any trial that never overflows has); "
@@ -106,8 +120,18 @@ def _toml_value(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} in TOML")
 
 
+def never_fires(t: Trial) -> bool:
+    """A trial whose policy did nothing on every trace (a trigger above every peak): `none` by another name."""
+    return t.measured is not None and t.measured.events == 0
+
+
+def no_op(outcome: Outcome) -> bool:
+    """The best trial within the allowance never fires: nothing to gain, nothing to recommend."""
+    return outcome.recommended is not None and never_fires(outcome.trials[outcome.recommended])
+
+
 def recommended_params(outcome: Outcome) -> dict[str, Any] | None:
-    if outcome.recommended is None:
+    if outcome.recommended is None or no_op(outcome):  # never a setting that does nothing
         return None
     return outcome.trials[outcome.recommended].params[0]
 
