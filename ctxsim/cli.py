@@ -13,7 +13,10 @@ from typing import Annotated, Any, NoReturn, ParamSpec
 
 import typer
 
+from ctxsim._support import cli_params
 from ctxsim.errors import CtxsimError
+
+cli_params.install()  # plain values converted without importing pydantic (see the module)
 
 P = ParamSpec("P")
 
@@ -184,8 +187,10 @@ def _click_context() -> Any:
 
 def _run_app(args: list[str]) -> int:
     """Parse and run; a usage error is one line like every other error, with where to find help."""
+    from ctxsim._support.lazy_cli import command_for
+
     usage_error, click_exception = _click_error("UsageError"), _click_error("ClickException")
-    command = typer.main.get_command(app)
+    command = command_for(app, args)
     try:
         code = command.main(args=args, prog_name="ctxsim", standalone_mode=False)
     except usage_error as exc:

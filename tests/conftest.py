@@ -37,6 +37,20 @@ def price_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     pricing.reset_price_cache()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def accounting_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The accounting index (ctxsim/analysis/file_index.py) in a folder of the test session's."""
+    import os
+
+    previous = os.environ.get("CTXSIM_INDEX")
+    os.environ["CTXSIM_INDEX"] = str(tmp_path_factory.mktemp("accounting-index"))
+    yield
+    if previous is None:
+        os.environ.pop("CTXSIM_INDEX", None)
+    else:
+        os.environ["CTXSIM_INDEX"] = previous
+
+
 def write_jsonl(path: Path, records: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return path

@@ -30,6 +30,7 @@ CASES = [
     ("amp", "amp-home/.local/share/amp/threads/T-019b9d03-62e3-772f-9780-3e637f90eaec.json", False),
     ("kimi-cli", "kimi-home/.kimi/sessions/4f2a/0b7c9e2d-1111-4a2b-8c3d-5e6f7a8b9c0d/wire.jsonl", True),
     ("cline", "cline-ui-only/1772445601000/ui_messages.json", False),
+    ("droid", "droid-home/.factory/sessions/-home-u-proj/4f1c9d2e-7a3b-4c5d-9e8f-0a1b2c3d4e5f.jsonl", True),
 ]
 
 

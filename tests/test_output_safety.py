@@ -477,7 +477,7 @@ def test_killed_mid_bundle_the_leftover_is_removed_by_the_next_run(tmp_path: Pat
 
 WORKER_CHILD = textwrap.dedent("""
     import os, sys, time
-    import ctxsim.replay.api as api
+    import ctxsim.replay.choices as api
 
     parent = os.getpid()
     real = api.run_ordered

@@ -310,7 +310,7 @@ def test_work_aside_that_fails_or_dies_is_an_error_here_not_a_hang(tmp_path: Pat
 @needs_fork
 def test_a_loss_metered_compare_on_workers_builds_its_index_aside_with_the_same_artefact(
         trace, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    import ctxsim.replay.api
+    import ctxsim.replay.choices
     from ctxsim._support import parallel
 
     alone = replay_choices(trace, "t.jsonl", resolve(SPECS), Options(jobs=1, loss=True))
@@ -320,7 +320,7 @@ def test_a_loss_metered_compare_on_workers_builds_its_index_aside_with_the_same_
         asides.append(jobs)
         return parallel.aside(work, jobs)
 
-    monkeypatch.setattr(ctxsim.replay.api, "aside", counted)
+    monkeypatch.setattr(ctxsim.replay.choices, "aside", counted)
     shared = replay_choices(trace, "t.jsonl", resolve(SPECS), Options(jobs=2, loss=True))
     assert asides == [2]
     assert any(run.loss.recall_misses for run in shared.runs)  # type: ignore[union-attr]

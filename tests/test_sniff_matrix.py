@@ -22,6 +22,8 @@ FOLDERS = {
     "readers/cline-ui-only": "cline", "readers/cline-metrics": "cline", "readers/copilot-home": "copilot-cli",
     "readers/pi-home": "pi", "readers/qwen-home": "qwen-code",
     "readers/amp-home": "amp", "readers/kimi-home": "kimi-cli",
+    "readers/crush-project": "crush", "readers/goose-home": "goose",
+    "readers/opencode-db-home": "opencode-db",
 }
 FILES = {
     "tiny/aider.chat.history.md": "aider", "tiny/anthropic-messages.jsonl": "anthropic-messages",
@@ -33,6 +35,8 @@ FILES = {
     "cline/1768323361000/ui_messages.json": "cline",
     "cline/1768323361000/api_conversation_history.json": None,  # older Cline: plain Anthropic messages
     "cline/1768323361000/task_metadata.json": None,
+    "readers/droid-home/.factory/sessions/-home-u-proj/4f1c9d2e-7a3b-4c5d-9e8f-0a1b2c3d4e5f.jsonl": "droid",
+    "readers/droid-home/.factory/sessions/-home-u-proj/4f1c9d2e-7a3b-4c5d-9e8f-0a1b2c3d4e5f.settings.json": None,
 }
 NONE_UNDER = ("readers/opencode-home/.local/share/opencode/storage/message/",
               "readers/opencode-home/.local/share/opencode/storage/part/")

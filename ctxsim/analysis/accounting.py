@@ -23,13 +23,16 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxsim.analysis.inspect import Prices, Totals, totals_of
 from ctxsim.errors import CtxsimError
 from ctxsim.formats import FileReport, read_traces
 from ctxsim.model import Session, Trace
 from ctxsim.pricing.prices import Bill
+
+if TYPE_CHECKING:
+    from ctxsim.analysis.file_index import Entry, Index
 
 KEYS = ("day", "week", "month", "session", "project", "model", "block")
 BLOCK_S = 5 * 3600
@@ -117,6 +120,19 @@ def _logical(session: Session) -> str:
 
 def charges_of(trace: Trace, path: str, source: str, prices: Prices, seen: set[int],
                home: str | None) -> Iterator[Charge]:
+    for digest, charge in file_charges(trace, path, source, prices, home):
+        if digest is not None:
+            if digest in seen:
+                continue  # a copy of a response counted in another file
+            seen.add(digest)
+        if charge is not None:
+            yield charge
+
+
+def file_charges(trace: Trace, path: str, source: str, prices: Prices,
+                 home: str | None) -> Iterator[tuple[int | None, Charge | None]]:
+    """Each recorded response's (id digest or None, charge); the charge is None for a response the reader
+    marked as a copy of one counted elsewhere (its digest still marks it seen)."""
     for session in trace.sessions:
         project = project_of(path, session, source, home)
         key = _logical(session)
@@ -124,13 +140,12 @@ def charges_of(trace: Trace, path: str, source: str, prices: Prices, seen: set[i
             if m.role != "assistant":
                 continue
             ids = (m.extra.get("request_id"), m.extra.get("message_id"))
+            digest = None
             if ids != (None, None) and m.usage is not None:
                 # 8 bytes of a hash, not the id strings: the set lives as long as the corpus read
                 digest = int.from_bytes(hashlib.blake2b(f"{ids[0]}\0{ids[1]}".encode(), digest_size=8).digest(), "big")
-                if digest in seen:
-                    continue  # a copy of a response counted in another file
-                seen.add(digest)
             if m.extra.get("copy_of_counted_response"):
+                yield digest, None
                 continue
             model = sys.intern(m.model or session.model or "unknown")  # one string per model, not per request
             c = Charge(m.ts_s if m.ts else None, key, project, source, model, m.usage is not None)
@@ -143,7 +158,7 @@ def charges_of(trace: Trace, path: str, source: str, prices: Prices, seen: set[i
                 if pricer is not None:
                     c.cost_usd = pricer.cost(Bill(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens,
                                                   u.cache_write_1h_tokens, u.output_tokens), c.ts_s)
-            yield c
+            yield digest, c
 
 
 @dataclass
@@ -154,35 +169,66 @@ class Corpus:
     notes: list[str]
     reports: list[FileReport] = field(default_factory=list)
     breaks: list[Any] = field(default_factory=list)  # cache_breaks.Break, sessions named by logical key
+    index_read: int = 0  # files read from the trace (an index in use)
+    index_served: int = 0  # files served from the index
+
+
+def read_file(path: str, fmt: str | None, skip_bad_lines: bool, home: str | None) -> Entry:
+    """What the accounting takes from one file (its own price lookups: entries are read alone)."""
+    from ctxsim.analysis.cache_breaks import breaks_of
+    from ctxsim.analysis.file_index import Entry
+
+    prices = Prices()
+    mine: list[FileReport] = []
+    trace = read_traces([path], fmt, skip_bad_lines, mine)
+    reports: list[FileReport] = []
+    notes: list[str] = []
+    for r in mine:
+        if r.format:
+            reports.append(FileReport(r.path, r.format, r.sessions, list(r.skipped_lines), []))
+            notes.extend(f"{r.path}: {n}" for n in r.notes)
+    source = next((r.format for r in mine if r.format), fmt or "?")
+    charges = list(file_charges(trace, path, source, prices, home))
+    found = breaks_of(trace, {s.id: _logical(s) for s in trace.sessions}, prices)
+    return Entry(source, len(trace.sessions), reports, notes, prices.notes, charges, found)
 
 
 def read_corpus(inputs: Iterable[tuple[str, str | None]], skip_bad_lines: bool = False,
-                home: str | None = None) -> Corpus:
-    """Read each (path, format or None) one at a time into small charges; the trace is dropped after each."""
-    from ctxsim.analysis.cache_breaks import breaks_of
-
-    prices = Prices()
+                home: str | None = None, index: Index | None = None) -> Corpus:
+    """Read each (path, format or None) one at a time into small charges; the trace is dropped after each.
+    With an index, a file unchanged since it was last read is served from it instead (file_index)."""
     found: list[Any] = []
     seen: set[int] = set()
     charges: list[Charge] = []
     files = sessions = 0
     notes: list[str] = []
+    price_notes: dict[str, None] = {}
     reports: list[FileReport] = []
     for path, fmt in inputs:
-        mine: list[FileReport] = []
-        trace = read_traces([path], fmt, skip_bad_lines, mine)
-        for r in mine:
-            if r.format:
-                files += 1
-                reports.append(FileReport(r.path, r.format, r.sessions, list(r.skipped_lines), []))
-                notes.extend(f"{r.path}: {n}" for n in r.notes)
-        source = next((r.format for r in mine if r.format), fmt or "?")
-        sessions += len(trace.sessions)
-        charges.extend(charges_of(trace, path, source, prices, seen, home))
-        found.extend(breaks_of(trace, {s.id: _logical(s) for s in trace.sessions}, prices))
-        del trace
-    notes = prices.notes + notes
-    return Corpus(charges, files, sessions, notes, reports, found)
+        entry = None
+        stamp = index.stamp_of(path) if index is not None and path != "-" else None
+        if stamp is not None and index is not None:
+            entry = index.get(path, fmt, skip_bad_lines, home, stamp, decoded_entry)
+        if entry is None:
+            entry = read_file(path, fmt, skip_bad_lines, home)
+            if stamp is not None and index is not None:
+                index.put(path, fmt, skip_bad_lines, home, stamp, entry)
+        files += len(entry.reports)
+        reports.extend(entry.reports)
+        notes.extend(entry.notes)
+        price_notes.update(dict.fromkeys(entry.price_notes))
+        sessions += entry.sessions
+        for digest, charge in entry.charges:
+            if digest is not None:
+                if digest in seen:
+                    continue  # a copy of a response counted in another file
+                seen.add(digest)
+            if charge is not None:
+                charges.append(charge)
+        found.extend(entry.breaks)
+        del entry
+    return Corpus(charges, files, sessions, list(price_notes) + notes, reports, found,
+                  index.read if index else 0, index.served if index else 0)
 
 
 def cache_breaks(corpus: Corpus, tz: tzinfo, since: date | None, until: date | None) -> list[Any]:
@@ -259,10 +305,13 @@ def group(charges: list[Charge], by: str, tz: tzinfo) -> dict[str, Totals]:
     names = session_names(charges, tz) if by == "session" else {}
     starts = blocks(charges) if by == "block" else {}
     groups: dict[str, list[Charge]] = defaultdict(list)
+    calendar: dict[int, str] = {}  # a UTC quarter hour -> its day, week or month (offsets are whole quarters)
     for c in charges:
         ts_s = c.ts_s if c.ts_s is not None else 0.0  # read only where by time, after the check for None
         if by in ("day", "week", "month", "block") and c.ts_s is None:
             key = "no timestamp"
+        elif by in ("day", "week", "month") and (quarter := int(ts_s // 900)) in calendar:
+            key = calendar[quarter]
         elif by == "day":
             key = f"{local(ts_s, tz):%Y-%m-%d}"
         elif by == "week":
@@ -280,6 +329,8 @@ def group(charges: list[Charge], by: str, tz: tzinfo) -> dict[str, Totals]:
             key = c.project
         else:
             key = c.model
+        if by in ("day", "week", "month") and c.ts_s is not None:
+            calendar[int(ts_s // 900)] = key
         groups[key].append(c)
     if by == "block":  # chronological, as the keys read
         order = sorted(groups, key=lambda k: (k == "no timestamp", min(starts.get(id(c), 0.0) for c in groups[k])))
@@ -361,3 +412,27 @@ def expand(paths: list[str], fmt: str | None) -> list[tuple[str, str | None]]:
 def home_of(environ: Mapping[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     return env.get("HOME") or os.path.expanduser("~")
+
+
+def decoded_entry(data: dict[str, Any]) -> Entry:
+    """An index entry from its JSON (analysis.file_index keeps the bytes, this module their meaning)."""
+    import sys
+
+    from ctxsim.analysis.cache_breaks import Break
+    from ctxsim.analysis.file_index import Entry
+    from ctxsim.formats import FileReport
+
+    charges: list[tuple[int | None, Any]] = []
+    for row in data["charges"]:
+        if len(row) == 1:  # a response marked as a copy: its digest alone
+            charges.append((row[0], None))
+            continue
+        d, ts_s, session, project, source, model, has_usage, i, cr, cw, cw1h, o, cost = row
+        charges.append((d, Charge(ts_s, session, project, source, sys.intern(model), bool(has_usage), int(i), int(cr),
+                                  int(cw), int(cw1h), int(o), None if cost is None else Decimal(cost))))
+    breaks = [Break(**{**b, "rebilled_usd": None if b["rebilled_usd"] is None else Decimal(b["rebilled_usd"])})
+              for b in data["breaks"]]
+    reports = [FileReport(p, f, int(s), [int(n) for n in lines], [str(n) for n in notes])
+               for p, f, s, lines, notes in data["reports"]]
+    return Entry(str(data["source"]), int(data["sessions"]), reports, [str(n) for n in data["notes"]],
+                 [str(n) for n in data["price_notes"]], charges, breaks)

@@ -44,8 +44,8 @@ from ctxsim.commands._options import (
 )
 from ctxsim.commands._output import RUN_KINDS, option_help
 from ctxsim.commands.sweep import SinceOpt, TimezoneOpt, UntilOpt
-from ctxsim.defaults import COMPARE_POLICIES
 from ctxsim.errors import CtxsimError
+from ctxsim.replay.defaults import COMPARE_POLICIES
 
 DEFAULT_POLICIES = ",".join(COMPARE_POLICIES)  # one list with the Python API's ctxsim.compare()
 

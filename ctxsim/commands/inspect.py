@@ -90,6 +90,8 @@ def inspect_command(
     strict: Annotated[bool, typer.Option("--strict", help="With no path: stop at the first malformed line of a "
                                                           "session file (default: skip them and count them).")]
     = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Read every file again: neither use nor update the "
+                                                              "accounting index in the cache folder.")] = False,
 ) -> None:
     """What a trace recorded, no simulation: requests, tokens, cost, hit rate, context, composition, timeline;
     with --by, --since/--until, --breaks or no path: accounting across every session, file by file."""
@@ -108,7 +110,7 @@ def inspect_command(
         if not traces and by is None and not breaks:  # a user's home: a daily table, like ccusage
             by = "day"
         skip = skip_bad_lines or (not traces and not strict)  # a user's home: one broken line stops nothing
-        account(traces or [], as_json, by, since, until, tz, source, breaks, fmt, skip, wide, verbose)
+        account(traces or [], as_json, by, since, until, tz, source, breaks, fmt, skip, wide, verbose, not no_cache)
         return
     from ctxsim.analysis.inspect import inspect_trace, tables
 
@@ -126,10 +128,12 @@ def inspect_command(
 
 def account(traces: list[str], as_json: bool, by: str | None, since: str | None, until: str | None,
             tz: str | None, source: str | None, breaks: bool, fmt: str | None, skip_bad_lines: bool,
-            wide: bool = False, verbose: bool = False) -> None:
-    """The accounting path: every input read one file at a time into small per-request records."""
+            wide: bool = False, verbose: bool = False, cached: bool = True) -> None:
+    """The accounting path: every input read one file at a time into small per-request records (a file
+    unchanged since the last run served from the accounting index unless not `cached`)."""
     from ctxsim.analysis import accounting as acc
     from ctxsim.analysis.cache_breaks import breaks_json, breaks_tables
+    from ctxsim.analysis.file_index import Index
 
     zone = acc.zone(tz)
     first = acc.parse_day(since, "--since") if since else None
@@ -142,7 +146,7 @@ def account(traces: list[str], as_json: bool, by: str | None, since: str | None,
         from ctxsim.discover import discovered_files
 
         inputs = [(path, fmt or name) for path, name in discovered_files(source)]
-    corpus = acc.read_corpus(inputs, skip_bad_lines, acc.home_of())
+    corpus = acc.read_corpus(inputs, skip_bad_lines, acc.home_of(), Index.open(cached))
     skipped_lines(corpus.reports)
     charges, untimed = acc.filtered(corpus.charges, zone, first, last)
     found = acc.cache_breaks(corpus, zone, first, last)

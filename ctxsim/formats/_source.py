@@ -12,6 +12,7 @@ from typing import IO, Any
 
 from ctxsim._support.fileio import input_limits
 from ctxsim.errors import TraceError
+from ctxsim.formats._fastjson import REFUSED, fast_loads
 from ctxsim.formats._node import Node, kind_of
 
 BAD_LINES_SHOWN = 8
@@ -44,24 +45,11 @@ class Source:
     # -- JSONL
     def decode(self, raw: bytes, number: int) -> dict[str, Any] | None:
         """One JSONL line as an object, or None (recorded as malformed)."""
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            self.bad_lines.append((number, f"invalid UTF-8 at byte {exc.start} of the line"))
-            return None
-        if number == 1:
-            text = text.removeprefix("\ufeff")
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as exc:
-            self.bad_lines.append((number, f"broken JSON: {exc.msg} at column {exc.colno}"))
-            return None
-        except RecursionError:
-            self.bad_lines.append((number, "JSON nested too deeply"))
-            return None
-        except ValueError as exc:  # e.g. an integer of more digits than Python converts
-            self.bad_lines.append((number, f"broken JSON: {exc}"))
-            return None
+        record = fast_loads(raw)  # msgspec: the stdlib's objects, faster; REFUSED leaves the line to the stdlib
+        if record is REFUSED:
+            record = self._loads(raw, number)
+            if record is REFUSED:
+                return None
         if not isinstance(record, dict):
             self.bad_lines.append((number, f"expected a JSON object, got {kind_of(record)}"))
             return None
@@ -74,6 +62,25 @@ class Source:
                 self.surrogates += found
                 self.surrogate_lines.append(number)
         return record
+
+    def _loads(self, raw: bytes, number: int) -> Any:
+        """The stdlib's reading of a line, or REFUSED (recorded as malformed, in its words)."""
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.bad_lines.append((number, f"invalid UTF-8 at byte {exc.start} of the line"))
+            return REFUSED
+        if number == 1:
+            text = text.removeprefix("\ufeff")
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            self.bad_lines.append((number, f"broken JSON: {exc.msg} at column {exc.colno}"))
+        except RecursionError:
+            self.bad_lines.append((number, "JSON nested too deeply"))
+        except ValueError as exc:  # e.g. an integer of more digits than Python converts
+            self.bad_lines.append((number, f"broken JSON: {exc}"))
+        return REFUSED
 
     def records(self, stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
         """Every well-formed line as (its number, its object); blank lines skipped, malformed ones collected

@@ -48,8 +48,8 @@ ABOUT = {
     "records": "every message and part with times; per step (request) tokens {input, output, reasoning, cache "
                "read and write} and its cost; tool calls with their input, output and status; subagent sessions "
                "(parentID)",
-    "cannot_know": "the system prompt and tool definitions (not saved); what a compaction sent; the newer "
-                   "SQLite store (opencode.db) is not read: export the session with `opencode export`",
+    "cannot_know": "the system prompt and tool definitions (not saved); what a compaction sent (the newer "
+                   "SQLite store, opencode.db, is read by the `opencode-db` format)",
     "checked": "OpenCode 1.1 (`opencode export` and the JSON storage folder, from its source: export.ts, Session and "
                "MessageV2 types); not its SQLite store",
 }
@@ -184,7 +184,8 @@ class _Reader:
             self.builder.add(result)
 
 
-def _session(info: Node, messages: list[tuple[Node, list[Node]]], source: Source) -> list[Session]:
+def session_of(info: Node, messages: list[tuple[Node, list[Node]]], source: Source) -> list[Session]:
+    """One OpenCode session from its info and its messages' (info, parts), however stored (opencode_db reads it)."""
     session_id = info.string("id") or source.path.rsplit("/", 1)[-1].split(".", 1)[0]
     time = info.obj("time")
     builder = SessionBuilder(session_id, source=NAME, ts=time.ts("created") if time else None)
@@ -246,7 +247,7 @@ def _from_storage(info: Node, source: Source) -> list[tuple[Node, list[Node]]]:
     out.sort(key=lambda m: str(m[0].get("id") or ""))
     if not out:
         source.note(f"no messages under {os.path.join(storage, 'message', session_id)} (an empty session, or "
-                    "one kept in OpenCode's SQLite store: export it with `opencode export`)")
+                    "one kept in OpenCode's SQLite store: read opencode.db, the `opencode-db` format)")
     return out
 
 
@@ -264,11 +265,11 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             message = entry.obj("info", required=True)
             assert message is not None
             messages.append((message, entry.array("parts")))
-        return _session(info, messages, source)
+        return session_of(info, messages, source)
     if source.path == "-":
         raise doc.fail("an OpenCode storage session file read from stdin: its messages are in the folders beside "
                        "it (give the file's path, or an `opencode export`)")
-    return _session(doc, _from_storage(doc, source), source)
+    return session_of(doc, _from_storage(doc, source), source)
 
 
 def sniff(head: bytes) -> str | None:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ctxsim.model import Trace
     from ctxsim.replay.run import RunResult
 
-from ctxsim.defaults import COMPARE_POLICIES as DEFAULT_COMPARE  # the command line's list too
+from ctxsim.replay.defaults import COMPARE_POLICIES as DEFAULT_COMPARE  # the command line's list too
 
 TABLES = ("runs", "requests", "events")
 

@@ -301,6 +301,10 @@ def _metered(trace: Any, path: str, choices: Sequence[Any], opts: Any) -> tuple[
 
     with gc_paused(), at_most(1):
         tasks = replay_tasks(trace, choices, opts, ())
+        if opts.loss:
+            from ctxsim.loss.identifiers import forget
+
+            forget()  # the identifier memos hold this trace's texts alone: memory flat in the corpus's size
         index = runner.loss_index(trace) if opts.loss else None  # an oracle cell reads the same index
         runs = []
         losses: list[dict[str, dict[str, Any]]] = []

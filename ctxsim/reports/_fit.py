@@ -10,9 +10,10 @@ left out.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ctxsim.reports._terminal import TableData
+from ctxsim.reports._table import TableData
 
 _LETTER = re.compile(r"[^\W\d_]")
 _NEUTRAL = {"", "-", "n/a", "never"}
@@ -89,3 +90,29 @@ def fit_columns(table: TableData, width: int, border: int = 2, edge: int = -2) -
         left = sum(1 for c in chosen if c < table.left)
         return TableData(table.title, headers, rows, left), left_out
     return table, []
+
+
+def fit_whole_labels(tables: Sequence[TableData], width: int) -> tuple[list[TableData], str | None]:
+    """The replay's tables on a rich terminal: the label column is never cut (rich wraps it at words), the
+    policy columns after it go from the right until the rest fit; one note naming them."""
+    fitted: list[TableData] = []
+    cut: list[str] = []
+    for table in tables:
+        if not table.headers:
+            fitted.append(table)
+            continue
+        label = min(max([len(table.headers[0])] + [len(row[0]) for row in table.rows]), 16)  # wraps past 16
+        rest = [row[1:] for row in table.rows]
+        trial = FitTable(table.title, ["x" * label, *table.headers[1:]], [["x" * label, *r] for r in rest],
+                         table.left, minimum=label,  # the recorded bill kept beside the label
+                         keep=("x" * label, *(["recorded"] if "recorded" in table.headers else []), *table.headers[1:]))
+        _, left_out = fit_columns(trial, width, 3, 1)
+        kept = [c for c, h in enumerate(table.headers) if c == 0 or h not in left_out]
+        fitted.append(TableData(table.title, [table.headers[c] for c in kept],
+                                [[row[c] for c in kept] for row in table.rows], table.left))
+        if left_out:
+            cut.append(f"{table.title.split(' (')[0]}: {', '.join(left_out)}")
+    if not cut:
+        return fitted, None
+    return fitted, (f"left out to fit {width} columns (-o report.md, -o run.json or a wider terminal shows "
+                    f"them): {'; '.join(cut)}")

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from ctxsim.reports._terminal import TableData
+from ctxsim.reports._table import TableData
 
 MAX_NOTE_LINES = 3
 _MONEY = re.compile(r"^[+-]?\$\d")
@@ -76,34 +76,6 @@ def fit_all(tables: Sequence[TableData], width: int, rich: bool) -> tuple[list[T
     if not cut:
         return fitted, None
     return fitted, f"left out to fit {width} columns (--wide or --json shows them): {'; '.join(cut)}"
-
-
-def fit_whole_labels(tables: Sequence[TableData], width: int) -> tuple[list[TableData], str | None]:
-    """The replay's tables on a rich terminal: the label column is never cut (rich wraps it at words), the
-    policy columns after it go from the right until the rest fit; one note naming them."""
-    from ctxsim.reports._fit import FitTable, fit_columns
-
-    fitted: list[TableData] = []
-    cut: list[str] = []
-    for table in tables:
-        if not table.headers:
-            fitted.append(table)
-            continue
-        label = min(max([len(table.headers[0])] + [len(row[0]) for row in table.rows]), 16)  # wraps past 16
-        rest = [row[1:] for row in table.rows]
-        trial = FitTable(table.title, ["x" * label, *table.headers[1:]], [["x" * label, *r] for r in rest],
-                         table.left, minimum=label,  # the recorded bill kept beside the label
-                         keep=("x" * label, *(["recorded"] if "recorded" in table.headers else []), *table.headers[1:]))
-        _, left_out = fit_columns(trial, width, 3, 1)
-        kept = [c for c, h in enumerate(table.headers) if c == 0 or h not in left_out]
-        fitted.append(TableData(table.title, [table.headers[c] for c in kept],
-                                [[row[c] for c in kept] for row in table.rows], table.left))
-        if left_out:
-            cut.append(f"{table.title.split(' (')[0]}: {', '.join(left_out)}")
-    if not cut:
-        return fitted, None
-    return fitted, (f"left out to fit {width} columns (-o report.md, -o run.json or a wider terminal shows "
-                    f"them): {'; '.join(cut)}")
 
 
 # ---------------------------------------------------------------- notes

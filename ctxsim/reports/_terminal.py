@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any, TextIO
 
@@ -17,14 +16,7 @@ from rich.table import Table
 
 from ctxsim.replay.meter import Totals
 from ctxsim.replay.run import RunResult, recorded_gap, recorded_of_result
-
-
-@dataclass
-class TableData:
-    title: str
-    headers: list[str]
-    rows: list[list[str]]
-    left: int = 1  # how many leading columns are left-aligned labels
+from ctxsim.reports._table import TableData as TableData  # named here too: the renderers take it from here
 
 
 def money(value: Decimal) -> str:
@@ -257,7 +249,7 @@ def emit(result: RunResult, out: TextIO, every: int | None, terminal: bool) -> N
         console.print(head, style="dim", highlight=False)
         for line in above:
             prose(console, line)
-        from ctxsim.reports._screen import fit_whole_labels
+        from ctxsim.reports._fit import fit_whole_labels
 
         tables, cut = fit_whole_labels(tables, console.width)
         if cut:
