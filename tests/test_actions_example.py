@@ -82,8 +82,7 @@ def test_the_steps_run_in_a_team_repository(tmp_path: Path) -> None:
 
     bin_dir = tmp_path / "bin"  # the installed ctxsim: this checkout's, on PATH
     bin_dir.mkdir()
-    (bin_dir / "ctxsim").write_text(f"#!/bin/sh\nexec {sys.executable} -c 'from ctxsim.cli import main; main()' "
-                                    "\"$@\"\n", encoding="utf-8")
+    (bin_dir / "ctxsim").write_text(f'#!/bin/sh\nexec {sys.executable} -m ctxsim "$@"\n', encoding="utf-8")
     (bin_dir / "ctxsim").chmod(0o755)
     output, summary = tmp_path / "github_output", tmp_path / "step_summary"
     env = {**os.environ, **{k: str(v) for k, v in _workflow()["env"].items()}, "BASE_SHA": base_sha,
