@@ -120,9 +120,9 @@ def test_a_long_run_is_sampled_to_at_most_60_points_first_and_last_kept() -> Non
 
 
 def test_labels_cannot_break_the_block() -> None:
-    nasty = 'a"b\n```\nc<script>;d'
-    assert quote(nasty) == '"a\'b_____c_script__d"'
+    nasty = 'a"b\n```\nc<script>;d%%e'
+    assert quote(nasty) == '"a\'b_____c_script__d__e"'
     text = "\n".join(cost_chart([(nasty, Decimal("0.5")), ("ok", Decimal(0))]))
     (chart,) = blocks(text)
-    assert chart["x"] == ["a'b_____c_script__d", "ok"] and chart["bars"] == [[Decimal("0.500000"), Decimal(0)]]
-    assert "<script>" not in text and text.count("```") == 2
+    assert chart["x"] == ["a'b_____c_script__d__e", "ok"] and chart["bars"] == [[Decimal("0.500000"), Decimal(0)]]
+    assert "<script>" not in text and "%%" not in text.split("\n", 2)[2] and text.count("```") == 2

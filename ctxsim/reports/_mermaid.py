@@ -20,7 +20,7 @@ MAX_POINTS = 60
 MAX_LINES = 8
 PALETTE = (("#1f77b4", "blue"), ("#ff7f0e", "orange"), ("#2ca02c", "green"), ("#d62728", "red"),
            ("#9467bd", "purple"), ("#8c564b", "brown"), ("#e377c2", "pink"), ("#7f7f7f", "grey"))
-_UNSAFE = re.compile(r"[^A-Za-z0-9 _.,:=+\-/()%'#@→]")
+_UNSAFE = re.compile(r"[^A-Za-z0-9 _.,:=+\-/()'#@→]")  # no `%`: `%%` starts a Mermaid comment
 
 
 def quote(text: str) -> str:
