@@ -112,8 +112,8 @@ def test_the_loss_columns_equal_a_direct_metered_replay(corpus: Path) -> None:
 
 
 def test_the_terminal_table_shows_the_loss_columns_and_says_what_they_assume(corpus: Path) -> None:
-    out = _sweep(str(corpus), "--policies", "clear", "--budgets", BUDGET, "-j", "1", "--per-session")
-    head = out.splitlines()[1]
+    out = _sweep(str(corpus), "--policies", "clear", "--budgets", BUDGET, "-j", "1", "--per-session", "--wide")
+    head = next(line for line in out.splitlines() if line.startswith("policy "))  # the table's header
     for column in ("misses", "distinct", "re-fetches", "re-fetch cost", "cost w/ re-fetch"):
         assert column in head
     assert "note: re-fetch estimate:" in out and "note: recall misses:" in out
