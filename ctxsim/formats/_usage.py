@@ -4,6 +4,9 @@ its provider and name (litellm-style prefixes included)."""
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
 from ctxsim.formats._node import Node
 from ctxsim.model import Usage
 
@@ -105,3 +108,15 @@ def split_model(model: str | None) -> tuple[str | None, str | None]:
             provider = "deepseek"
     return provider, name
 
+
+def recorded_usd(value: Any, text_too: bool = False) -> Decimal | None:
+    """A cost a log recorded, as an exact Decimal (a float by its shortest repr: 0.1 is 0.1); None for what is
+    not a finite non-negative number. `text_too`: a number written as a string counts too (Cline's)."""
+    kinds: tuple[type, ...] = (int, float, str) if text_too else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        return None
+    try:
+        out = Decimal(repr(value) if isinstance(value, float) else str(value))
+    except InvalidOperation:
+        return None
+    return out if out.is_finite() and out >= 0 else None

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import os
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import IO, Any
 
 from ctxsim._support.redact import quoted
@@ -43,7 +43,7 @@ from ctxsim.formats._node import Node, kind_of
 from ctxsim.formats._session import SessionBuilder, frozen, restated
 from ctxsim.formats._sniff import head_text, sniff_json_head
 from ctxsim.formats._source import Source
-from ctxsim.formats._usage import split_model
+from ctxsim.formats._usage import recorded_usd, split_model
 from ctxsim.formats.anthropic_messages import assistant_message, user_messages
 from ctxsim.model import Message, Session, Usage
 
@@ -76,16 +76,6 @@ DISCOVERY = {"folders": (*(f"{base}/{ext}/tasks" for base in _GLOBAL_STORAGE
                            for ext in ("saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline")),
                          "~/.cline/data/tasks"),
              "files": "*/ui_messages.json"}
-
-
-def _decimal(value: Any) -> Decimal | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        return None
-    try:
-        out = Decimal(repr(value) if isinstance(value, float) else str(value))
-    except InvalidOperation:
-        return None
-    return out if out.is_finite() and out >= 0 else None
 
 
 def _int(value: Any) -> int:
@@ -274,7 +264,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             reason = body.get("cancelReason")
             if isinstance(reason, str):
                 cancelled[reason] = cancelled.get(reason, 0) + 1
-            cost = _decimal(body.get("cost"))
+            cost = recorded_usd(body.get("cost"), text_too=True)
             if cost is not None:
                 total_cost += cost
                 costs += 1
@@ -300,7 +290,8 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
             builder.event("compaction", ts, recorded=True, deleted_api_reqs=True,
                           **{key: _int(counts.get(key)) for key in ("tokensIn", "tokensOut", "cacheWrites",
                                                                     "cacheReads")})
-    deleted_cost = sum((_decimal(counts.get("cost")) or Decimal(0) for _, _, counts in deleted_events), Decimal(0))
+    deleted_cost = sum((recorded_usd(counts.get("cost"), text_too=True) or Decimal(0)
+                        for _, _, counts in deleted_events), Decimal(0))
     if builders and (costs or deleted_events):
         builders[0].extra["recorded_totals"] = {"requests": len(requests),
                                                 "cost_usd": format(total_cost + deleted_cost, "f")}
@@ -341,7 +332,7 @@ def _metrics(metrics: Node) -> tuple[Usage | None, Decimal | None]:
     """Newer Cline's per-message metrics {tokens: {prompt, completion, cached}, cost}: the prompt includes the
     cached part (cache writes are not recorded)."""
     tokens = metrics.obj("tokens")
-    cost = _decimal(metrics.get("cost"))
+    cost = recorded_usd(metrics.get("cost"), text_too=True)
     if tokens is None:
         return None, cost
     prompt, cached, output = (_int(tokens.get(k)) for k in ("prompt", "cached", "completion"))
@@ -365,7 +356,7 @@ def _accounting_only(task_id: str, requests: list[_Request], first_ts: str | Non
         usage, convention = _usage(req.body, exclusive_default)
         if convention:
             assumed[convention] = assumed.get(convention, 0) + 1
-        cost = _decimal(req.body.get("cost"))
+        cost = recorded_usd(req.body.get("cost"), text_too=True)
         if cost is not None:
             total_cost += cost
             if usage is not None:

@@ -24,14 +24,14 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import IO, Any
 
 from ctxsim.formats import FormatInfo, register
 from ctxsim.formats._session import SessionBuilder, arguments_of
 from ctxsim.formats._source import Source
 from ctxsim.formats._sqlite import columns_of, read_only, rows, sniff_tables
-from ctxsim.formats._usage import split_model
+from ctxsim.formats._usage import recorded_usd, split_model
 from ctxsim.model import Message, Session, ToolCall, format_ts
 
 NAME = "crush"
@@ -64,16 +64,6 @@ def _ts(value: Any) -> str | None:
         return format_ts(value / 1000 if value > 1e11 else value)  # ms; a trigger-touched time in seconds
     except ValueError:
         return None
-
-
-def _decimal(value: Any) -> Decimal | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        out = Decimal(repr(value) if isinstance(value, float) else str(value))
-    except InvalidOperation:
-        return None
-    return out if out.is_finite() and out >= 0 else None
 
 
 def _text(value: Any) -> str:
@@ -171,7 +161,7 @@ def _session(session: sqlite3.Row, messages: list[sqlite3.Row], has: set[str], s
                     "bedrock": "anthropic", "deepseek": "deepseek"}.get(providers[-1], provider)
     builder.header.update(model=model, provider=provider)
     requests = sum(1 for m in builder.messages if m.role == "assistant")
-    cost = _decimal(session["cost"])
+    cost = recorded_usd(session["cost"])
     if cost:
         totals = {"requests": requests, "cost_usd": format(cost, "f")}
         if children_cost and cost >= children_cost:  # Crush adds each subagent's cost to its parent's
@@ -198,7 +188,7 @@ def parse(stream: IO[bytes], source: Source) -> list[Session]:
         children: dict[str, Decimal] = {}
         for session in sessions:
             if isinstance(parent := session["parent_session_id"], str) and parent:
-                children[parent] = children.get(parent, Decimal(0)) + (_decimal(session["cost"]) or Decimal(0))
+                children[parent] = children.get(parent, Decimal(0)) + (recorded_usd(session["cost"]) or Decimal(0))
         by_session: dict[str, list[sqlite3.Row]] = {}
         for row in rows(db, "SELECT * FROM messages ORDER BY created_at, rowid"):
             by_session.setdefault(str(row["session_id"]), []).append(row)

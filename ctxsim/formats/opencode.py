@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import os
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import IO, Any
 
 from ctxsim.formats import FormatInfo, register
@@ -35,7 +35,7 @@ from ctxsim.formats._node import Node, kind_of
 from ctxsim.formats._session import SessionBuilder, arguments_of, frozen
 from ctxsim.formats._sniff import sniff_json_object_text
 from ctxsim.formats._source import Source
-from ctxsim.formats._usage import split_model
+from ctxsim.formats._usage import recorded_usd, split_model
 from ctxsim.model import Message, Session, ToolCall, Usage
 
 NAME = "opencode"
@@ -59,16 +59,6 @@ DISCOVERY = {"env": "OPENCODE_DATA_DIR", "env_suffix": "storage", "folders": ("~
              "files": "session/*/*.json"}
 
 
-def _decimal(value: Any) -> Decimal | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        out = Decimal(repr(value) if isinstance(value, float) else str(value))
-    except InvalidOperation:
-        return None
-    return out if out.is_finite() and out >= 0 else None
-
-
 def _usage(tokens: Node, cost: Any) -> Usage | None:
     cache = tokens.obj("cache")
     read = (cache.count("read") if cache else None) or 0
@@ -79,7 +69,7 @@ def _usage(tokens: Node, cost: Any) -> Usage | None:
     if not (uncached or read or write or output or reasoning):
         return None  # a step that failed before the provider answered
     extra: dict[str, Any] = {"reasoning_tokens": reasoning} if reasoning else {}
-    recorded = _decimal(cost)
+    recorded = recorded_usd(cost)
     if recorded is not None:
         extra["cost_usd"] = format(recorded, "f")
     return Usage(uncached + read + write, read, write, 0, output + reasoning, extra=frozen(extra))
